@@ -1,0 +1,187 @@
+package adapters_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// testChannel stands in for a platform: its dispatcher records what a
+// platform would have shown the user.
+const testChannel = "telegram"
+
+type sent struct {
+	Req  chat.RequestContext
+	Text string
+}
+
+// outbox records deliveries; it can be told to fail.
+type outbox struct {
+	mu   sync.Mutex
+	msgs []sent
+	fail error
+}
+
+func (o *outbox) SendText(_ context.Context, req chat.RequestContext, text string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fail != nil {
+		return o.fail
+	}
+	o.msgs = append(o.msgs, sent{req, text})
+	return nil
+}
+
+func (o *outbox) all() []sent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]sent(nil), o.msgs...)
+}
+
+func (o *outbox) texts(chatKey string) []string {
+	var out []string
+	for _, s := range o.all() {
+		if chatKey == "" || s.Req.ChatKey == chatKey {
+			out = append(out, s.Text)
+		}
+	}
+	return out
+}
+
+type harnessOptions struct {
+	dir         string // reuse a project folder (restart); "" → new temp dir
+	model       llms.Model
+	handler     fakeopenai.Handler
+	concurrency int
+	capacity    int
+	stream      bool
+	agentMD     string
+	history     agent.HistoryLimits
+}
+
+// harness is the core engine wired as in production: real ChatStore, queue,
+// runtime and tools, and langchaingo's real OpenAI client talking to the
+// loopback fake.
+type harness struct {
+	t       *testing.T
+	dir     string
+	fake    *fakeopenai.Server
+	engine  *adapters.Engine
+	store   *chat.Store
+	out     *outbox
+	runtime *agent.Runtime
+	queue   *adapters.QueryQueue
+	ingress *adapters.Ingress
+}
+
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: o.dir, out: &outbox{}}
+	if h.dir == "" {
+		h.dir = t.TempDir()
+	}
+	if o.agentMD != "" {
+		if err := os.WriteFile(filepath.Join(h.dir, "Agent.md"), []byte(o.agentMD), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := o.model
+	if model == nil {
+		fake, err := fakeopenai.Start(o.handler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(fake.Close)
+		h.fake = fake
+		m, err := openai.New(openai.WithBaseURL(fake.BaseURL()), openai.WithToken("test-key"), openai.WithModel("fake-model"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		model = m
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	eng, err := adapters.NewEngine(adapters.EngineOptions{
+		ChatsDir:     filepath.Join(h.dir, ".ship", "chats"),
+		Durability:   chat.DurabilityNone,
+		Model:        model,
+		AgentMDPath:  filepath.Join(h.dir, "Agent.md"),
+		History:      o.history,
+		Queue:        adapters.QueueOptions{Capacity: o.capacity, Concurrency: o.concurrency},
+		Stream:       o.stream,
+		RetryBackoff: time.Millisecond,
+		Logger:       log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Registry.Register(testChannel, h.out)
+	h.engine, h.store, h.runtime, h.queue, h.ingress = eng, eng.Store, eng.Runtime, eng.Queue, eng.Ingress
+	t.Cleanup(h.close)
+	return h
+}
+
+// close stops the queue and the store, as a shutdown would.
+func (h *harness) close() { _, _ = h.engine.Close(context.Background()) }
+
+func chatKeyOf(chatID string) string { return "telegram:chat:" + chatID }
+
+// send submits a user message and returns a channel that yields its outcome.
+func (h *harness) send(chatID, msgID, text string) <-chan adapters.Outcome {
+	h.t.Helper()
+	done := make(chan adapters.Outcome, 1)
+	_, err := h.ingress.Accept(context.Background(), adapters.Submission{
+		Channel: testChannel,
+		ChatKey: chatKeyOf(chatID),
+		Message: adapters.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: msgID, UserID: "u1", ChatType: "private"},
+		OnDone:  func(o adapters.Outcome) { done <- o },
+	})
+	if err != nil {
+		h.t.Fatalf("accepting %q: %v", text, err)
+	}
+	return done
+}
+
+// ask sends a message and waits for its run to end.
+func (h *harness) ask(chatID, msgID, text string) adapters.Outcome {
+	h.t.Helper()
+	select {
+	case o := <-h.send(chatID, msgID, text):
+		return o
+	case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
+		h.t.Fatalf("no outcome for %q", text)
+		return adapters.Outcome{}
+	}
+}
+
+func (h *harness) entries(chatKey string) []chat.ChatLogEntryV1 {
+	h.t.Helper()
+	var out []chat.ChatLogEntryV1
+	if err := h.store.Scan(context.Background(), chatKey, func(e chat.ChatLogEntryV1) bool {
+		out = append(out, e)
+		return true
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+func roles(es []chat.ChatLogEntryV1) string {
+	s := ""
+	for _, e := range es {
+		s += fmt.Sprintf("%s:%s|", e.Role, e.Text)
+	}
+	return s
+}

@@ -1,0 +1,129 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Ingress is the path every platform message takes: it is logged in the
+// ChatStore first, then queued for the one runtime.
+type Ingress struct {
+	Store *chat.Store
+	Queue *QueryQueue
+	Log   zerolog.Logger
+}
+
+// Submission is one message handed to Accept.
+type Submission struct {
+	// ID names the run (the requestId in logs); "" lets the queue pick one.
+	ID      string
+	Channel string
+	ChatKey string
+	Message IncomingChatMessage
+	// Meta is kept in the log entry (platform details).
+	Meta map[string]any
+	// OnDone, when set, is called once with the outcome of the run.
+	OnDone func(Outcome)
+	// OnStep, when set, sees every step of the run.
+	OnStep func(ctx context.Context, ev agent.StepEvent)
+}
+
+// Accept logs the message as a user entry and queues it. The message is in
+// the ChatStore before Accept returns, so a platform may be acknowledged
+// then. When the queue refuses it, the refusal is logged next to it and the
+// error (ErrQueueFull or ErrQueueStopped) returned for a "busy" reply.
+func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
+	if err := in.Record(ctx, s.Channel, s.ChatKey, s.Message, s.Meta); err != nil {
+		return Ticket{}, err
+	}
+	item := QueueItem{
+		ID:           s.ID,
+		ChatKey:      s.ChatKey,
+		Request:      requestOf(s.Channel, s.ChatKey, s.Message),
+		Instructions: s.Message.Text,
+		OnDone:       s.OnDone,
+		OnStep:       s.OnStep,
+	}
+	t, err := in.Queue.Enqueue(item)
+	if err != nil {
+		reason := "not answered: " + err.Error()
+		if _, lerr := in.Store.Append(ctx, chat.ChatLogEntryV1{
+			Channel: s.Channel, ChatID: s.Message.ChatID, ChatKey: s.ChatKey, MessageID: s.Message.MessageID,
+			Role: chat.RoleSystem, Text: reason,
+		}); lerr != nil {
+			in.Log.Error().Err(lerr).Str("chatKey", s.ChatKey).Msg("logging refused message")
+		}
+		return Ticket{}, fmt.Errorf("queueing message: %w", err)
+	}
+	return t, nil
+}
+
+// Record logs a message as a user entry without queueing it: unaddressed
+// group messages are kept so chat_load_history sees the whole conversation.
+func (in *Ingress) Record(ctx context.Context, channel, chatKey string, m IncomingChatMessage, meta map[string]any) error {
+	if chatKey == "" {
+		return fmt.Errorf("recording message: %w", chat.ErrInvalidChatKey)
+	}
+	e := chat.ChatLogEntryV1{
+		Channel:   channel,
+		ChatID:    m.ChatID,
+		ChatKey:   chatKey,
+		UserID:    m.UserID,
+		MessageID: m.MessageID,
+		Role:      chat.RoleUser,
+		Text:      m.Text,
+		Meta:      withPlatformMeta(meta, m),
+	}
+	if _, err := in.Store.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording message: %w", err)
+	}
+	return nil
+}
+
+func withPlatformMeta(meta map[string]any, m IncomingChatMessage) map[string]any {
+	out := make(map[string]any, len(meta)+3)
+	for k, v := range meta {
+		out[k] = v
+	}
+	if m.ChatType != "" {
+		out["chatType"] = m.ChatType
+	}
+	if m.MessageThreadID != 0 {
+		out["messageThreadId"] = m.MessageThreadID
+	}
+	if m.ThreadID != "" {
+		out["threadId"] = m.ThreadID
+	}
+	if m.Username != "" {
+		out["username"] = m.Username
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func requestOf(channel, chatKey string, m IncomingChatMessage) chat.RequestContext {
+	return chat.RequestContext{
+		Channel:         channel,
+		ChatID:          m.ChatID,
+		MessageThreadID: m.MessageThreadID,
+		ThreadID:        m.ThreadID,
+		ChatKey:         chatKey,
+		UserID:          m.UserID,
+		ChatType:        m.ChatType,
+		Username:        m.Username,
+		MessageID:       m.MessageID,
+	}
+}
+
+// IsBusy reports whether err means the queue cannot take the message now.
+func IsBusy(err error) bool {
+	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueStopped)
+}

@@ -1,0 +1,59 @@
+package adapters
+
+import (
+	"context"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Outcome is how a queued message ended.
+type Outcome struct {
+	Result agent.AgentResult
+	// Err is the run's error, if any (Result.Output then holds one short
+	// line fit for the user).
+	Err error
+	// FallbackSent says the final-output fallback delivered Result.Output.
+	FallbackSent bool
+}
+
+// Runner runs queued items on the runtime: it puts the request context and
+// the dispatcher registry into the context, runs the agent and applies the
+// final-output fallback. Its Handle method is the QueueHandler.
+type Runner struct {
+	Runtime  *agent.Runtime
+	Store    *chat.Store
+	Registry *chat.Registry
+	Log      zerolog.Logger
+}
+
+// Handle runs one item.
+func (r *Runner) Handle(ctx context.Context, item QueueItem) {
+	log := r.Log.With().Str("requestId", item.ID).Str("chatKey", item.ChatKey).
+		Str("channel", item.Request.Channel).Logger()
+	ctx = log.WithContext(ctx)
+	ctx = chat.WithRequest(ctx, item.Request)
+	ctx = chat.WithRegistry(ctx, r.Registry)
+
+	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
+		ChatKey:      item.ChatKey,
+		Instructions: item.Instructions,
+		OnStep:       item.OnStep,
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("run failed")
+	}
+	out := Outcome{Result: res, Err: err}
+	sent, ferr := chat.SendFinalOutputIfNeeded(ctx, r.Store, res.Output, res.Delivered, log)
+	if ferr != nil {
+		log.Error().Err(ferr).Msg("final-output fallback failed")
+	}
+	out.FallbackSent = sent
+	log.Info().Bool("success", res.Success).Int("toolCalls", len(res.ToolCalls)).
+		Bool("delivered", res.Delivered).Bool("fallback", sent).Msg("run finished")
+	if item.OnDone != nil {
+		item.OnDone(out)
+	}
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/server"
+)
+
+type startFlags struct {
+	host    string
+	port    int
+	offline bool
+}
+
+// shutdownBudget keeps the whole shutdown under the 10 s that service
+// managers and DESIGN.md §11 allow.
+const shutdownBudget = 8 * time.Second
+
+func newStartCmd() *cobra.Command {
+	var f startFlags
+	cmd := &cobra.Command{
+		Use:   "start [dir]",
+		Short: "Run the bot: the HTTP API and every enabled platform adapter",
+		Long: `start runs ship for the project in dir (default: the current folder). All state lives in
+dir/.ship and the agent's instructions in dir/Agent.md, wherever ship was started from.
+
+The model comes from LLM_PROVIDER, LLM_MODEL, LLM_BASE_URL and LLM_API_KEY (or ship.json);
+--offline uses the built-in offline model, which needs no key and no network.
+A platform adapter starts when its credentials are set (e.g. TELEGRAM_BOT_TOKEN).
+
+SIGINT or SIGTERM stops intake, lets the running message finish and exits 0.`,
+		Example: `  ship start --offline
+  ship start mybot --port 8080
+  LLM_API_KEY=sk-... ship start mybot`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			return runStart(cmd.Context(), cmd, dir, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.host, "host", "", "listen address (default 127.0.0.1, or SHIP_HOST)")
+	fl.IntVar(&f.port, "port", 0, "listen port (default 3000, or SHIP_PORT; 0 picks the default)")
+	fl.BoolVar(&f.offline, "offline", false, "use the built-in offline model (no API key, no network)")
+	return cmd
+}
+
+func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags) error {
+	started := time.Now()
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("project folder %s does not exist: create it with `ship init %s`", dir, dir)
+	}
+	cfg, err := config.Load(dir, nil)
+	if err != nil {
+		return err
+	}
+	if f.host != "" {
+		cfg.Server.Host = f.host
+	}
+	if f.port != 0 {
+		cfg.Server.Port = f.port
+	}
+	if f.offline {
+		cfg.LLM = llm.Config{Provider: llm.ProviderOffline}.Normalized()
+	}
+	if err := cfg.LLM.Validate(); err != nil {
+		return err
+	}
+	if cfg.Server.Token == "" && !isLoopbackHost(cfg.Server.Host) {
+		return fmt.Errorf("refusing to listen on %s without an API token: set SHIP_API_TOKEN, or use --host 127.0.0.1", cfg.Server.Host)
+	}
+
+	logDir := ""
+	if cfg.Log.File {
+		logDir = cfg.StatePath("logs")
+	}
+	log, closeLog, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Level, logDir)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+
+	model, err := llm.New(cfg.LLM)
+	if err != nil {
+		return err
+	}
+	engine, err := adapters.NewEngine(adapters.EngineOptions{
+		ChatsDir:    cfg.StatePath("chats"),
+		Durability:  chat.Durability(cfg.Store.Durability),
+		Model:       model,
+		AgentMDPath: cfg.AgentMDPath(),
+		History: agent.HistoryLimits{
+			MaxChats: cfg.History.MaxChats, MaxMessages: cfg.History.MaxMessages, MaxChars: cfg.History.MaxChars,
+		},
+		Queue: adapters.QueueOptions{
+			Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency, RunTimeout: cfg.RunTimeout(),
+		},
+		SegmentBytes: cfg.Store.SegmentBytes,
+		Logger:       log,
+	})
+	if err != nil {
+		return err
+	}
+	modelName := cfg.LLM.Provider + "/" + cfg.LLM.Model
+	srv, err := server.New(server.Options{
+		Engine: engine, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
+		Adapters: func() []server.AdapterStatus { return adapterStatus(cfg) }, Logger: log,
+	})
+	if err != nil {
+		_, _ = engine.Close(ctx)
+		return err
+	}
+
+	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_, _ = engine.Close(ctx)
+		return fmt.Errorf("listening on %s: %w (is another ship running? pick another with --port)", addr, err)
+	}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+
+	log.Info().Str("model", modelName).Str("project", cfg.Dir).Msg("model ready")
+	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.Token != "").Msg("http api listening")
+	for _, a := range adapterStatus(cfg) {
+		log.Info().Str("channel", a.Name).Str("state", a.State).Msg(a.Detail)
+	}
+	printReady(cmd.OutOrStdout(), ln.Addr().String(), modelName, cfg.Dir, time.Since(started))
+
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutting down: intake stopped, finishing the running message")
+	case err := <-serveErr:
+		_, _ = engine.Close(context.Background())
+		return fmt.Errorf("http server stopped: %w", err)
+	}
+	return shutdown(httpSrv, engine, log)
+}
+
+// shutdown stops new HTTP connections, lets the running item finish within
+// the budget and releases everyone still waiting, then closes the store.
+func shutdown(httpSrv *http.Server, engine *adapters.Engine, log zerolog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+	defer cancel()
+	// Closing the listeners first means no new request can slip in while
+	// the queue drains; requests already waiting are answered below.
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- httpSrv.Shutdown(ctx) }()
+	pending, err := engine.Close(ctx)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Error().Err(err).Msg("closing engine")
+	}
+	if len(pending) > 0 {
+		log.Warn().Int("pending", len(pending)).Msg("messages left unanswered in the queue; they stay in the chat log")
+	}
+	if err := <-httpDone; err != nil {
+		log.Warn().Err(err).Msg("http shutdown")
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+func printReady(w io.Writer, addr, model, dir string, took time.Duration) {
+	fmt.Fprintf(w, "ship %s is running (model %s, project %s, ready in %s)\n", version, model, dir, took.Round(time.Millisecond))
+	fmt.Fprintf(w, "Send it a message:\n  curl -s http://%s/api/execute -H 'Content-Type: application/json' -d '{\"instructions\":\"hello\"}'\n", addr)
+	fmt.Fprintf(w, "Press Ctrl+C to stop.\n")
+}
+
+// adapterStatus reports each platform: the adapters themselves arrive with
+// their own issues, so an adapter with credentials says it is not built in
+// yet rather than pretending to run.
+func adapterStatus(cfg config.Config) []server.AdapterStatus {
+	out := []server.AdapterStatus{{Name: chat.ChannelAPI, State: "running", Detail: "POST /api/execute"}}
+	for _, a := range []struct {
+		name string
+		on   bool
+	}{
+		{chat.ChannelTelegram, cfg.Adapters.Telegram.On()},
+		{chat.ChannelFeishu, cfg.Adapters.Feishu.On()},
+		{chat.ChannelQQ, cfg.Adapters.QQ.On()},
+	} {
+		if a.on {
+			out = append(out, server.AdapterStatus{Name: a.name, State: "unavailable", Detail: "configured, but this build has no " + a.name + " adapter yet"})
+		}
+	}
+	return out
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

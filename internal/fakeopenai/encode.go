@@ -1,0 +1,295 @@
+package fakeopenai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"unicode"
+	"unicode/utf8"
+)
+
+const (
+	fingerprint  = "fp_fakeopenai"
+	maxChunkText = 256  // bytes of content per streamed chunk, at most
+	maxFragment  = 4096 // bytes of arguments per streamed fragment, at most
+)
+
+type wireFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+type outToolCall struct {
+	Index    *int         `json:"index,omitempty"` // streamed deltas only
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function wireFunction `json:"function"`
+}
+
+type outUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type outMessage struct {
+	Role      string        `json:"role"`
+	Content   *string       `json:"content"`
+	Refusal   *string       `json:"refusal"`
+	ToolCalls []outToolCall `json:"tool_calls,omitempty"`
+}
+
+type outChoice struct {
+	Index        int        `json:"index"`
+	Message      outMessage `json:"message"`
+	Logprobs     *struct{}  `json:"logprobs"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+type completion struct {
+	ID                string      `json:"id"`
+	Object            string      `json:"object"`
+	Created           int64       `json:"created"`
+	Model             string      `json:"model"`
+	Choices           []outChoice `json:"choices"`
+	Usage             outUsage    `json:"usage"`
+	SystemFingerprint string      `json:"system_fingerprint"`
+}
+
+type outDelta struct {
+	Role      string        `json:"role,omitempty"`
+	Content   *string       `json:"content,omitempty"`
+	ToolCalls []outToolCall `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        outDelta  `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type chunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []chunkChoice `json:"choices"`
+	Usage             *outUsage     `json:"usage,omitempty"`
+}
+
+// reply holds everything needed to answer one successful request.
+type reply struct {
+	id      string
+	created int64
+	model   string
+	resp    Response // tool-call ids and arguments already filled in
+	usage   outUsage
+	// includeUsage adds the final usage chunk to a stream.
+	includeUsage bool
+}
+
+func (rp reply) finishReason() string {
+	if len(rp.resp.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+// writeCompletion answers a non-streamed request.
+func writeCompletion(w http.ResponseWriter, rp reply) {
+	msg := outMessage{Role: "assistant"}
+	if rp.resp.Content != "" || len(rp.resp.ToolCalls) == 0 {
+		msg.Content = &rp.resp.Content
+	}
+	for _, tc := range rp.resp.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, outToolCall{ID: tc.ID, Type: "function",
+			Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}})
+	}
+	writeJSON(w, http.StatusOK, completion{
+		ID: rp.id, Object: "chat.completion", Created: rp.created, Model: rp.model,
+		Choices:           []outChoice{{Message: msg, FinishReason: rp.finishReason()}},
+		Usage:             rp.usage,
+		SystemFingerprint: fingerprint,
+	})
+}
+
+// writeStream answers a streamed request as server-sent events, flushing
+// after every chunk. Write errors (a client that went away) end the stream.
+func writeStream(w http.ResponseWriter, rp reply) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+
+	base := chunk{ID: rp.id, Object: "chat.completion.chunk", Created: rp.created, Model: rp.model,
+		SystemFingerprint: fingerprint}
+	send := func(c chunk) bool {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	delta := func(d outDelta, finish *string) bool {
+		c := base
+		c.Choices = []chunkChoice{{Delta: d, FinishReason: finish}}
+		return send(c)
+	}
+
+	empty := ""
+	if !delta(outDelta{Role: "assistant", Content: &empty}, nil) {
+		return
+	}
+	for _, piece := range splitWords(rp.resp.Content, maxChunkText) {
+		if !delta(outDelta{Content: &piece}, nil) {
+			return
+		}
+	}
+	for i, tc := range rp.resp.ToolCalls {
+		first := outToolCall{Index: &i, ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name}}
+		if !delta(outDelta{ToolCalls: []outToolCall{first}}, nil) {
+			return
+		}
+		for _, frag := range splitArguments(tc.Arguments) {
+			part := outToolCall{Index: &i, Function: wireFunction{Arguments: frag}}
+			if !delta(outDelta{ToolCalls: []outToolCall{part}}, nil) {
+				return
+			}
+		}
+	}
+	finish := rp.finishReason()
+	if !delta(outDelta{}, &finish) {
+		return
+	}
+	if rp.includeUsage {
+		c := base
+		c.Choices = []chunkChoice{}
+		c.Usage = &rp.usage
+		if !send(c) {
+			return
+		}
+	}
+	if _, err := fmt.Fprint(w, "data: [DONE]\n\n"); err == nil {
+		_ = rc.Flush()
+	}
+}
+
+// writeError sends the real API's error body.
+func writeError(w http.ResponseWriter, e *apiError) {
+	type body struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}
+	b := body{Message: e.message, Type: e.typ}
+	if e.param != "" {
+		b.Param = &e.param
+	}
+	if e.code != "" {
+		b.Code = &e.code
+	}
+	if e.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, e.status, struct {
+		Error body `json:"error"`
+	}{b})
+}
+
+// responseError turns a scripted non-200 Response into an apiError, filling
+// in the message, type and code the real API would use.
+func responseError(resp Response, promptTokens int) *apiError {
+	e := &apiError{status: resp.Status, message: resp.ErrorMessage, code: resp.ErrorCode,
+		typ: "invalid_request_error"}
+	switch {
+	case resp.Status == http.StatusTooManyRequests:
+		e.typ = "requests"
+		if e.code == "" {
+			e.code = "rate_limit_exceeded"
+		}
+		if e.message == "" {
+			e.message = "Rate limit reached for requests. Please try again in 1s."
+		}
+	case resp.Status >= 500:
+		e.typ = "server_error"
+		if e.message == "" {
+			e.message = "The server had an error while processing your request. Sorry about that!"
+		}
+	case resp.Status == http.StatusUnauthorized:
+		if e.message == "" {
+			e.message = "Incorrect API key provided."
+		}
+	}
+	if e.message == "" && e.code == "context_length_exceeded" {
+		e.message = fmt.Sprintf("This model's maximum context length is 128000 tokens. However, your messages "+
+			"resulted in %d tokens. Please reduce the length of the messages.", promptTokens)
+	}
+	if e.message == "" {
+		e.message = http.StatusText(resp.Status)
+	}
+	return e
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// splitWords cuts text into word-sized pieces (each piece starts with the
+// whitespace before its word) of at most limit bytes; the pieces concatenate
+// back to text.
+func splitWords(text string, limit int) []string {
+	var out []string
+	start := 0
+	inSpace := false
+	for i, r := range text {
+		space := unicode.IsSpace(r)
+		boundary := i > start && ((space && !inSpace) || i-start+utf8.RuneLen(r) > limit)
+		if boundary {
+			out = append(out, text[start:i])
+			start = i
+		}
+		inSpace = space
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// splitArguments cuts arguments into the fragments a stream carries: three
+// for ordinary sizes (fewer for tiny strings), more when a fragment would
+// exceed maxFragment bytes. Cuts fall on rune boundaries; no fragment is
+// empty (langchaingo would take an empty fragment for a new tool call).
+func splitArguments(args string) []string {
+	n := utf8.RuneCountInString(args)
+	parts := min(3, n)
+	if parts < 1 {
+		return nil
+	}
+	size := max((len(args)+parts-1)/parts, 1)
+	size = min(size, maxFragment)
+	var out []string
+	for len(args) > 0 {
+		cut := min(size, len(args))
+		for cut < len(args) && !utf8.RuneStart(args[cut]) {
+			cut++
+		}
+		out = append(out, args[:cut])
+		args = args[cut:]
+	}
+	return out
+}

@@ -1,0 +1,297 @@
+package fakeopenai
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	chatPath     = "/v1/chat/completions"
+	maxBodyBytes = 32 << 20
+)
+
+// Options configures StartWithOptions.
+type Options struct {
+	// APIKey, when set, makes every request without
+	// "Authorization: Bearer <APIKey>" fail with 401 and the error body.
+	APIKey string
+	// MaxRecorded, when positive, keeps only the most recent MaxRecorded
+	// requests for Requests (useful for long load tests). RequestCount
+	// still counts every recorded request.
+	MaxRecorded int
+}
+
+// Server is a running fake. All methods are safe for concurrent use.
+type Server struct {
+	opts     Options
+	listener net.Listener
+	http     *http.Server
+	handler  atomic.Pointer[Handler]
+
+	completions atomic.Int64 // numbers chatcmpl-<n>
+	calls       atomic.Int64 // numbers call_<n>
+
+	mu       sync.Mutex
+	requests []Request
+	count    int
+	active   map[net.Conn]bool // connections with a request being answered
+	closing  bool              // set by Close; later requests get 503
+	drained  chan struct{}     // closed once closing and no connection is active
+
+	closeOnce sync.Once
+	served    chan struct{} // closed when Serve returns
+}
+
+// Start starts a fake on 127.0.0.1 on a free port, answering with h
+// (EchoChatSend when h is nil). It performs no API-key check.
+func Start(h Handler) (*Server, error) {
+	return StartWithOptions(h, Options{})
+}
+
+// StartWithOptions is Start with options.
+func StartWithOptions(h Handler, opts Options) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("fakeopenai: listen: %w", err)
+	}
+	s := &Server{opts: opts, listener: ln, served: make(chan struct{}), drained: make(chan struct{}),
+		active: map[net.Conn]bool{}}
+	s.SetHandler(h)
+	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ConnState: s.connState,
+		ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.http.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return s, nil
+}
+
+// URL returns the server root, "http://127.0.0.1:PORT".
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// BaseURL returns "http://127.0.0.1:PORT/v1", the value for openai.WithBaseURL.
+func (s *Server) BaseURL() string { return s.URL() + "/v1" }
+
+// SetHandler replaces the scripted model; nil means EchoChatSend. Requests
+// already being answered keep the handler they started with.
+func (s *Server) SetHandler(h Handler) {
+	if h == nil {
+		h = EchoChatSend
+	}
+	s.handler.Store(&h)
+}
+
+// Requests returns copies of the recorded requests in arrival order. Every
+// request whose body was valid JSON is recorded, including ones then
+// rejected for breaking the API's rules.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.requests
+	if n := s.opts.MaxRecorded; n > 0 && len(kept) > n {
+		kept = kept[len(kept)-n:]
+	}
+	out := make([]Request, len(kept))
+	for i, r := range kept {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// RequestCount returns how many requests have been recorded.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
+// Close stops accepting connections, waits for the requests being answered
+// to finish, then closes every connection. Requests that arrive on an open
+// connection meanwhile get 503. It is safe to call more than once.
+//
+// (http.Server.Shutdown is not used: it waits up to five seconds for
+// connections a client dialled but never used, which the Go transport leaves
+// behind under concurrent load.)
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.http.SetKeepAlivesEnabled(false)
+		_ = s.listener.Close()
+		s.mu.Lock()
+		s.closing = true
+		if len(s.active) == 0 {
+			close(s.drained)
+		}
+		s.mu.Unlock()
+		<-s.drained
+		_ = s.http.Close()
+		<-s.served
+	})
+}
+
+// connState tracks connections that are reading a request or writing a
+// response: a connection stays active until its response has been fully
+// sent, so Close never cuts one off.
+func (s *Server) connState(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state == http.StateActive {
+		if !s.closing || len(s.active) > 0 { // once drained, Close no longer waits
+			s.active[c] = true
+		}
+		return
+	}
+	if !s.active[c] {
+		return
+	}
+	delete(s.active, c)
+	if s.closing && len(s.active) == 0 {
+		close(s.drained)
+	}
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+func (s *Server) record(r Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count++
+	s.requests = append(s.requests, r.clone())
+	if n := s.opts.MaxRecorded; n > 0 && len(s.requests) >= 2*n {
+		s.requests = append([]Request(nil), s.requests[len(s.requests)-n:]...)
+	}
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	if s.isClosing() {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error",
+			message: "The server is shutting down."})
+		return
+	}
+
+	if req.URL.Path != chatPath {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error",
+			message: fmt.Sprintf("Invalid URL (%s %s)", req.Method, req.URL.Path)})
+		return
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
+			message: fmt.Sprintf("Invalid method for URL (%s %s)", req.Method, req.URL.Path)})
+		return
+	}
+	if e := s.checkAuth(req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil ||
+		(mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		writeError(w, &apiError{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
+			message: fmt.Sprintf("Invalid Content-Type header (%q), expected application/json.",
+				req.Header.Get("Content-Type"))})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
+				message: "Request body too large."})
+		}
+		return // otherwise the client went away
+	}
+	r, malformed, rejected := decodeRequest(body)
+	if malformed != nil {
+		writeError(w, malformed)
+		return
+	}
+	s.record(r)
+	if rejected != nil {
+		writeError(w, rejected)
+		return
+	}
+	s.answer(w, r)
+}
+
+func (s *Server) checkAuth(req *http.Request) *apiError {
+	if s.opts.APIKey == "" {
+		return nil
+	}
+	auth := req.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || key == "" {
+		return &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error",
+			message: "You didn't provide an API key. You need to provide your API key in an Authorization " +
+				"header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."}
+	}
+	if subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.APIKey)) != 1 {
+		return &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
+			message: "Incorrect API key provided: " + redact(key) + ". You can find your API key at " +
+				"https://platform.openai.com/account/api-keys."}
+	}
+	return nil
+}
+
+// redact keeps the first and last characters of a key, as the real API does.
+func redact(key string) string {
+	if len(key) <= 8 {
+		return strings.Repeat("*", len(key))
+	}
+	return key[:3] + strings.Repeat("*", len(key)-7) + key[len(key)-4:]
+}
+
+// answer runs the handler on a copy of r and writes its response.
+func (s *Server) answer(w http.ResponseWriter, r Request) {
+	h := *s.handler.Load()
+	resp := h(r.clone())
+	prompt := promptTokens(r)
+	if resp.Status != 0 && resp.Status != http.StatusOK {
+		writeError(w, responseError(resp, prompt))
+		return
+	}
+	resp.ToolCalls = append([]ToolCall(nil), resp.ToolCalls...)
+	for i := range resp.ToolCalls {
+		if resp.ToolCalls[i].ID == "" {
+			resp.ToolCalls[i].ID = fmt.Sprintf("call_%d", s.calls.Add(1))
+		}
+		if resp.ToolCalls[i].Arguments == "" {
+			resp.ToolCalls[i].Arguments = "{}"
+		}
+	}
+	rp := reply{
+		id:           fmt.Sprintf("chatcmpl-%d", s.completions.Add(1)),
+		created:      time.Now().Unix(),
+		model:        r.Model,
+		resp:         resp,
+		includeUsage: r.includeUsage,
+	}
+	if rp.model == "" {
+		rp.model = "fake"
+	}
+	rp.usage.PromptTokens = resp.PromptTokens
+	if rp.usage.PromptTokens == 0 {
+		rp.usage.PromptTokens = prompt
+	}
+	rp.usage.CompletionTokens = resp.CompletionTokens
+	if rp.usage.CompletionTokens == 0 {
+		rp.usage.CompletionTokens = completionTokens(resp)
+	}
+	rp.usage.TotalTokens = rp.usage.PromptTokens + rp.usage.CompletionTokens
+	if r.Stream {
+		writeStream(w, rp)
+	} else {
+		writeCompletion(w, rp)
+	}
+}

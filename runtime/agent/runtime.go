@@ -1,0 +1,353 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Options configure a Runtime. Model is required; the rest has defaults.
+type Options struct {
+	Model llms.Model
+	Tools []Tool
+	// Store is the ChatStore that history is rebuilt from after a restart.
+	Store *chat.Store
+	// AgentMDPath is the operator's standing instructions; a missing file
+	// means none.
+	AgentMDPath string
+	History     HistoryLimits
+	MaxSteps    int // model calls per run; 0 → 30
+	MaxInjected int // history messages a run may inject; 0 → 120
+	// Stream asks the model to stream its text, which is passed to OnStep
+	// as text_delta events.
+	Stream bool
+	// ModelRetries is how often a transient model error (429, 5xx, network)
+	// is retried; RetryBackoff is the first wait, doubled each time, with
+	// jitter. 0 → 2 retries, 1 s.
+	ModelRetries int
+	RetryBackoff time.Duration
+	Now          func() time.Time
+	Logger       zerolog.Logger
+}
+
+// Runtime is the agent brain. One Runtime serves every chat; runs of
+// different chats may overlap, runs of one chat must not (the queue ensures
+// that).
+type Runtime struct {
+	opts     Options
+	tools    map[string]Tool
+	toolDefs []llms.Tool
+	md       *agentMD
+	sessions *sessions
+}
+
+// ErrNoModel is returned by New without a model.
+var ErrNoModel = errors.New("no model configured")
+
+// New returns a Runtime.
+func New(opts Options) (*Runtime, error) {
+	if opts.Model == nil {
+		return nil, ErrNoModel
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = 30
+	}
+	if opts.MaxInjected <= 0 {
+		opts.MaxInjected = DefaultMaxInjected
+	}
+	if opts.ModelRetries == 0 {
+		opts.ModelRetries = 2
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &Runtime{
+		opts:     opts,
+		tools:    make(map[string]Tool),
+		md:       &agentMD{path: opts.AgentMDPath},
+		sessions: newSessions(opts.History, opts.Store),
+	}
+	for _, t := range opts.Tools {
+		def := t.Definition()
+		if _, dup := r.tools[def.Name]; dup {
+			return nil, fmt.Errorf("registering tool %q: duplicate name", def.Name)
+		}
+		r.tools[def.Name] = t
+		r.toolDefs = append(r.toolDefs, llms.Tool{Type: "function", Function: &def})
+	}
+	return r, nil
+}
+
+// Forget empties the in-memory history of a chat (the /clear command). The
+// ChatStore keeps the log, so chat_load_history still finds it.
+func (r *Runtime) Forget(chatKey string) { r.sessions.forget(chatKey) }
+
+// ChatsInMemory reports how many chats have history in memory.
+func (r *Runtime) ChatsInMemory() int { return r.sessions.len() }
+
+// Run handles one user message of a chat. The result is never empty of
+// meaning: on failure Success is false and Output is one short line fit to
+// show the user; the error says what went wrong for the log.
+func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error) {
+	req, _ := chat.RequestFromContext(ctx)
+	hasChannel := req.Channel != ""
+	log := r.opts.Logger.With().Str("chatKey", in.ChatKey).Str("channel", req.Channel).Logger()
+
+	agentText, err := r.md.load()
+	if err != nil {
+		log.Warn().Err(err).Msg("Agent.md unreadable; running without it")
+	}
+	hist, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
+	if err != nil {
+		log.Warn().Err(err).Msg("history unavailable; running without it")
+	}
+
+	system := systemPrompt(agentText, defaultPrompt(r.opts.Now(), in.ChatKey, req, hasChannel))
+	messages := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, system)}
+	for _, t := range hist {
+		messages = append(messages, t...)
+	}
+	user := llms.TextParts(llms.ChatMessageTypeHuman, in.Instructions)
+	messages = append(messages, user)
+	ec := newToolExecutionContext(messages, len(messages)-1, r.opts.MaxInjected)
+	ctx = withToolExecutionContext(ctx, ec)
+
+	l := &loop{r: r, in: in, ec: ec, hist: hist, hasChannel: hasChannel, log: log}
+	res, runErr := l.run(ctx)
+
+	newTurn := compactTurn(append(turn{user}, ec.produced()...), r.sessions.limits.MaxToolOutput)
+	r.sessions.put(in.ChatKey, append(l.hist, newTurn))
+	return res, runErr
+}
+
+// loop is the state of one tool loop.
+type loop struct {
+	r          *Runtime
+	in         AgentRunInput
+	ec         *ToolExecutionContext
+	hist       []turn
+	hasChannel bool
+	log        zerolog.Logger
+
+	res            AgentResult
+	lastDelivered  string
+	contextRetries int
+}
+
+const maxContextRetries = 3
+
+func (l *loop) run(ctx context.Context) (AgentResult, error) {
+	l.res.ToolCalls = []ToolCallRecord{}
+	for step := 1; step <= l.r.opts.MaxSteps; step++ {
+		resp, err := l.generate(ctx, step)
+		if err != nil {
+			return l.fail(err)
+		}
+		choice := resp.Choices[0]
+		if choice.Content != "" {
+			l.res.Output = choice.Content
+			l.emit(ctx, StepEvent{Type: StepText, Step: step, Text: choice.Content})
+		}
+		if len(choice.ToolCalls) == 0 {
+			if choice.Content != "" {
+				l.ec.append(llms.TextParts(llms.ChatMessageTypeAI, choice.Content))
+			}
+			return l.finish(), nil
+		}
+		if l.runTools(ctx, step, choice) && l.hasChannel {
+			// The user has the answer: another model call would only cost
+			// time and tokens, or worse, send a second reply.
+			return l.finish(), nil
+		}
+	}
+	l.log.Warn().Int("maxSteps", l.r.opts.MaxSteps).Msg("tool loop hit its step limit")
+	res := l.finish()
+	res.Success = l.res.Delivered
+	return res, nil
+}
+
+func (l *loop) finish() AgentResult {
+	l.res.Success = true
+	if l.res.Output == "" && l.res.Delivered {
+		l.res.Output = l.lastDelivered
+	}
+	return l.res
+}
+
+// userFacingError is the one line a user sees when the model cannot answer.
+const userFacingError = "Sorry, I could not get an answer from the model just now. Please try again in a moment."
+
+func (l *loop) fail(err error) (AgentResult, error) {
+	l.res.Success = false
+	if errors.Is(err, context.DeadlineExceeded) {
+		l.res.Output = "Sorry, that took too long and was stopped. Please try again."
+	} else {
+		l.res.Output = userFacingError
+	}
+	return l.res, fmt.Errorf("running model: %w", err)
+}
+
+// generate calls the model once, retrying transient errors with backoff and
+// shrinking the history on a context-length error.
+func (l *loop) generate(ctx context.Context, step int) (*llms.ContentResponse, error) {
+	opts := []llms.CallOption{llms.WithTools(l.r.toolDefs)}
+	if l.r.opts.Stream && l.in.OnStep != nil {
+		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
+			if len(chunk) > 0 && !isToolCallDelta(chunk) {
+				l.emit(ctx, StepEvent{Type: StepTextDelta, Step: step, Text: string(chunk)})
+			}
+			return nil
+		}))
+	}
+	transient := 0
+	for {
+		resp, err := l.r.opts.Model.GenerateContent(ctx, l.ec.snapshot(), opts...)
+		if err == nil {
+			if len(resp.Choices) == 0 {
+				return nil, errors.New("model returned no choices")
+			}
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		switch {
+		case isContextLengthError(err) && l.contextRetries < maxContextRetries && len(l.hist) > 0:
+			l.contextRetries++
+			l.dropOldestHalf()
+			l.log.Warn().Err(err).Int("turnsLeft", len(l.hist)).Msg("context too long; dropped the oldest half of the history")
+		case isTransientError(err) && transient < l.r.opts.ModelRetries:
+			wait := backoff(l.r.opts.RetryBackoff, transient)
+			transient++
+			l.log.Warn().Err(err).Dur("wait", wait).Int("attempt", transient).Msg("model call failed; retrying")
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+		default:
+			return nil, err
+		}
+	}
+}
+
+func (l *loop) dropOldestHalf() {
+	half := (len(l.hist) + 1) / 2
+	n := 0
+	for _, t := range l.hist[:half] {
+		n += len(t)
+	}
+	l.ec.dropHistory(1, 1+n)
+	l.hist = append([]turn(nil), l.hist[half:]...)
+}
+
+// runTools executes the tool calls of one model answer and reports whether
+// one of them delivered text to the user.
+func (l *loop) runTools(ctx context.Context, step int, choice *llms.ContentChoice) bool {
+	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+	if choice.Content != "" {
+		ai.Parts = append(ai.Parts, llms.TextContent{Text: choice.Content})
+	}
+	calls := make([]llms.ToolCall, len(choice.ToolCalls))
+	for i, c := range choice.ToolCalls {
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("call_%d_%d", step, i)
+		}
+		if c.Type == "" {
+			c.Type = "function"
+		}
+		if c.FunctionCall == nil {
+			c.FunctionCall = &llms.FunctionCall{}
+		}
+		calls[i] = c
+		ai.Parts = append(ai.Parts, c)
+	}
+	l.ec.append(ai)
+
+	delivered := false
+	for _, c := range calls {
+		name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
+		l.emit(ctx, StepEvent{Type: StepToolCall, Step: step, Tool: name, CallID: c.ID, Input: args})
+		res := l.callTool(ctx, name, args)
+		l.emit(ctx, StepEvent{Type: StepToolResult, Step: step, Tool: name, CallID: c.ID, Input: args, Output: res.Content, OK: res.OK})
+		l.ec.append(llms.MessageContent{
+			Role:  llms.ChatMessageTypeTool,
+			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: c.ID, Name: name, Content: res.Content}},
+		})
+		l.res.ToolCalls = append(l.res.ToolCalls, ToolCallRecord{Tool: name, Input: decodeArgs(args), Output: res.Content})
+		if res.Delivered {
+			delivered = true
+			l.res.Delivered = true
+			l.lastDelivered = visibleText(args)
+		}
+	}
+	return delivered
+}
+
+func (l *loop) callTool(ctx context.Context, name, args string) (res ToolResult) {
+	t, ok := l.r.tools[name]
+	if !ok {
+		return errorResult(fmt.Sprintf("unknown tool %q", name))
+	}
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return errorResult("arguments are not valid JSON")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			l.log.Error().Str("tool", name).Interface("panic", p).Msg("tool panicked")
+			res = errorResult("the tool failed unexpectedly")
+		}
+	}()
+	res = t.Call(ctx, json.RawMessage(args))
+	if !res.OK {
+		l.log.Warn().Str("tool", name).Str("result", res.Content).Msg("tool reported failure")
+	}
+	return res
+}
+
+func (l *loop) emit(ctx context.Context, ev StepEvent) {
+	if l.in.OnStep != nil {
+		l.in.OnStep(ctx, ev)
+	}
+}
+
+func errorResult(msg string) ToolResult {
+	b, _ := json.Marshal(map[string]any{"success": false, "error": msg})
+	return ToolResult{Content: string(b)}
+}
+
+func decodeArgs(args string) map[string]any {
+	m := map[string]any{}
+	if strings.TrimSpace(args) == "" {
+		return m
+	}
+	if err := json.Unmarshal([]byte(args), &m); err != nil {
+		return map[string]any{"_raw": args}
+	}
+	return m
+}
+
+// visibleText is the "text" argument of a delivering tool call.
+func visibleText(args string) string {
+	var v struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal([]byte(args), &v)
+	return v.Text
+}

@@ -1,0 +1,235 @@
+package agent
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// HistoryLimits bound the in-memory history.
+type HistoryLimits struct {
+	MaxChats    int // chats kept in memory; least recently used go first. 0 → 500
+	MaxMessages int // messages kept per chat. 0 → 60
+	MaxChars    int // characters kept per chat. 0 → 48,000
+	// MaxToolOutput caps one tool result as kept in history (the run itself
+	// saw all of it). 0 → 4,000.
+	MaxToolOutput int
+}
+
+func (l HistoryLimits) withDefaults() HistoryLimits {
+	if l.MaxChats <= 0 {
+		l.MaxChats = 500
+	}
+	if l.MaxMessages <= 0 {
+		l.MaxMessages = 60
+	}
+	if l.MaxChars <= 0 {
+		l.MaxChars = 48_000
+	}
+	if l.MaxToolOutput <= 0 {
+		l.MaxToolOutput = 4_000
+	}
+	return l
+}
+
+// turn is one exchange: the user message and everything the run produced.
+// History is trimmed by whole turns, so a tool call never loses its result.
+type turn []llms.MessageContent
+
+type session struct {
+	key   string
+	turns []turn
+}
+
+func (s *session) messages() []llms.MessageContent {
+	var out []llms.MessageContent
+	for _, t := range s.turns {
+		out = append(out, t...)
+	}
+	return out
+}
+
+// sessions is the LRU of in-memory chat histories.
+type sessions struct {
+	limits HistoryLimits
+	store  *chat.Store
+
+	mu  sync.Mutex
+	lru *list.List // of *session, most recent first
+	m   map[string]*list.Element
+}
+
+func newSessions(limits HistoryLimits, store *chat.Store) *sessions {
+	return &sessions{limits: limits.withDefaults(), store: store, lru: list.New(), m: make(map[string]*list.Element)}
+}
+
+// history returns a copy of the chat's turns, rebuilding them from the
+// ChatStore when the chat is not in memory (after a restart or eviction).
+// currentText and currentID identify the message being handled, which is
+// already in the store and must not appear as history.
+func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) ([]turn, error) {
+	ss.mu.Lock()
+	if el, ok := ss.m[chatKey]; ok {
+		ss.lru.MoveToFront(el)
+		turns := append([]turn(nil), el.Value.(*session).turns...)
+		ss.mu.Unlock()
+		return turns, nil
+	}
+	ss.mu.Unlock()
+
+	turns, err := ss.rebuild(ctx, chatKey, currentText, currentID)
+	if err != nil {
+		return nil, err
+	}
+	ss.put(chatKey, turns)
+	return turns, nil
+}
+
+func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) ([]turn, error) {
+	if ss.store == nil {
+		return nil, nil
+	}
+	// One extra for the current message, a few more for unaddressed group
+	// messages logged after it while it waited.
+	entries, err := ss.store.Recent(ctx, chatKey, ss.limits.MaxMessages+8)
+	if err != nil {
+		return nil, fmt.Errorf("rebuilding history of %s: %w", chatKey, err)
+	}
+	cut := len(entries)
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if e.Role != chat.RoleUser {
+			continue
+		}
+		if (currentID != "" && e.MessageID == currentID) || (currentID == "" && e.Text == currentText) {
+			cut = i
+			break
+		}
+	}
+	// A message the queue refused is followed by a system entry with its
+	// id; it was never answered and is no part of the conversation.
+	refused := map[string]bool{}
+	for _, e := range entries[:cut] {
+		if e.Role == chat.RoleSystem && e.MessageID != "" {
+			refused[e.MessageID] = true
+		}
+	}
+	var turns []turn
+	for _, e := range entries[:cut] {
+		switch e.Role {
+		case chat.RoleUser:
+			if e.MessageID != "" && refused[e.MessageID] {
+				continue
+			}
+			turns = append(turns, turn{llms.TextParts(llms.ChatMessageTypeHuman, e.Text)})
+		case chat.RoleAssistant:
+			msg := llms.TextParts(llms.ChatMessageTypeAI, e.Text)
+			if len(turns) == 0 {
+				turns = append(turns, turn{msg})
+			} else {
+				turns[len(turns)-1] = append(turns[len(turns)-1], msg)
+			}
+		}
+	}
+	return ss.trim(turns), nil
+}
+
+// put stores turns as the chat's history, trimmed to the limits.
+func (ss *sessions) put(chatKey string, turns []turn) {
+	turns = ss.trim(turns)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if el, ok := ss.m[chatKey]; ok {
+		el.Value.(*session).turns = turns
+		ss.lru.MoveToFront(el)
+		return
+	}
+	ss.m[chatKey] = ss.lru.PushFront(&session{key: chatKey, turns: turns})
+	for ss.lru.Len() > ss.limits.MaxChats {
+		oldest := ss.lru.Back()
+		ss.lru.Remove(oldest)
+		delete(ss.m, oldest.Value.(*session).key)
+	}
+}
+
+// forget empties the chat's in-memory history; the ChatStore keeps its log.
+// The chat stays in memory as empty, so it is not rebuilt from the log.
+func (ss *sessions) forget(chatKey string) { ss.put(chatKey, nil) }
+
+// len is the number of chats in memory.
+func (ss *sessions) len() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.lru.Len()
+}
+
+// trim drops whole turns from the front until the limits hold; the newest
+// turn is always kept.
+func (ss *sessions) trim(turns []turn) []turn {
+	msgs, chars := 0, 0
+	for _, t := range turns {
+		msgs += len(t)
+		chars += turnChars(t)
+	}
+	for len(turns) > 1 && (msgs > ss.limits.MaxMessages || chars > ss.limits.MaxChars) {
+		msgs -= len(turns[0])
+		chars -= turnChars(turns[0])
+		turns = turns[1:]
+	}
+	return append([]turn(nil), turns...)
+}
+
+func turnChars(t turn) int {
+	n := 0
+	for _, m := range t {
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.TextContent:
+				n += len(p.Text)
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					n += len(p.FunctionCall.Arguments)
+				}
+			case llms.ToolCallResponse:
+				n += len(p.Content)
+			}
+		}
+	}
+	return n
+}
+
+// compactTurn shortens tool results before they are kept as history.
+func compactTurn(t turn, maxToolOutput int) turn {
+	out := make(turn, len(t))
+	for i, m := range t {
+		out[i] = m
+		if m.Role != llms.ChatMessageTypeTool {
+			continue
+		}
+		parts := make([]llms.ContentPart, len(m.Parts))
+		for j, p := range m.Parts {
+			if r, ok := p.(llms.ToolCallResponse); ok && len(r.Content) > maxToolOutput {
+				r.Content = truncateUTF8(r.Content, maxToolOutput) + "…(truncated)"
+				p = r
+			}
+			parts[j] = p
+		}
+		out[i].Parts = parts
+	}
+	return out
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

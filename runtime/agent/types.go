@@ -1,0 +1,76 @@
+// Package agent is ship's one agent brain: it assembles the prompt of each
+// request (Agent.md + the default prompt + the chat's history + the user's
+// text verbatim), runs the langchaingo tool loop and keeps each chat's
+// in-memory history.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// AgentRunInput is what a run needs: the chat and the user's text. Where the
+// message came from travels in the context (chat.RequestContext).
+type AgentRunInput struct {
+	ChatKey      string
+	Instructions string
+	// OnStep, when set, sees every step of the run as it happens.
+	OnStep func(ctx context.Context, ev StepEvent)
+}
+
+// Step event types.
+const (
+	StepText       = "text"        // a complete text answer of one model call
+	StepTextDelta  = "text_delta"  // a streamed piece of model text
+	StepToolCall   = "tool_call"   // the model asked for a tool
+	StepToolResult = "tool_result" // the tool answered
+)
+
+// StepEvent is one thing that happened during a run.
+type StepEvent struct {
+	Type   string
+	Step   int    // the model call it belongs to, from 1
+	Text   string // text or text delta
+	Tool   string // tool name for tool events
+	CallID string
+	Input  string // raw JSON arguments
+	Output string // tool output
+	OK     bool   // tool result: the tool reported success
+}
+
+// ToolCallRecord is one tool call as reported in AgentResult.
+type ToolCallRecord struct {
+	Tool   string         `json:"tool"`
+	Input  map[string]any `json:"input"`
+	Output string         `json:"output"`
+}
+
+// AgentResult is the outcome of a run (seeds/002 §2.10).
+type AgentResult struct {
+	Success   bool             `json:"success"`
+	Output    string           `json:"output"`
+	ToolCalls []ToolCallRecord `json:"toolCalls"`
+	// Delivered is true when a tool delivered user-visible text during the
+	// run; the final-output fallback is skipped then.
+	Delivered bool `json:"-"`
+}
+
+// ToolResult is what a tool gives back to the loop.
+type ToolResult struct {
+	// Content goes back to the model verbatim (usually JSON).
+	Content string
+	// OK says whether the tool did what it was asked.
+	OK bool
+	// Delivered says that user-visible text reached the user.
+	Delivered bool
+}
+
+// Tool is a capability offered to the model. Tools live above this package
+// (package tools) and reach the run through the context: the request
+// context, the dispatcher registry and the ToolExecutionContext.
+type Tool interface {
+	Definition() llms.FunctionDefinition
+	Call(ctx context.Context, args json.RawMessage) ToolResult
+}

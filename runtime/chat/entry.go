@@ -1,0 +1,44 @@
+// Package chat holds the per-chat state that every part of ship shares: the
+// append-only ChatStore, the request context that routes a reply back to its
+// chat, the dispatcher registry that adapters register senders in, and the
+// final-output fallback.
+package chat
+
+import "errors"
+
+// Roles of a ChatLogEntryV1.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleSystem    = "system"
+	RoleTool      = "tool"
+)
+
+// Channels a message can come from.
+const (
+	ChannelTelegram  = "telegram"
+	ChannelFeishu    = "feishu"
+	ChannelQQ        = "qq"
+	ChannelAPI       = "api"
+	ChannelCLI       = "cli"
+	ChannelScheduler = "scheduler"
+)
+
+// ChatLogEntryV1 is one line of a chat's JSONL log (seeds/002 §2.4). The JSON
+// names are a contract with every reader of .ship/chats: do not rename them.
+type ChatLogEntryV1 struct {
+	V         int            `json:"v"`
+	TS        int64          `json:"ts"` // milliseconds since the Unix epoch
+	Channel   string         `json:"channel"`
+	ChatID    string         `json:"chatId"`
+	ChatKey   string         `json:"chatKey"`
+	UserID    string         `json:"userId,omitempty"`
+	MessageID string         `json:"messageId,omitempty"`
+	Role      string         `json:"role"`
+	Text      string         `json:"text"`
+	Meta      map[string]any `json:"meta,omitempty"`
+}
+
+// ErrInvalidChatKey is returned for a chatKey that cannot name a chat file:
+// empty, not valid UTF-8, or too long once escaped.
+var ErrInvalidChatKey = errors.New("invalid chatKey")

@@ -1,0 +1,33 @@
+package chat
+
+import "context"
+
+// RequestContext says where the message being handled came from, so that a
+// reply sent from deep inside a tool call finds its way back to the same chat,
+// topic and message. It travels in a context.Context (see WithRequest).
+type RequestContext struct {
+	Channel string `json:"channel,omitempty"`
+	ChatID  string `json:"chatId,omitempty"`
+	// MessageThreadID is the Telegram forum topic (0 when none).
+	MessageThreadID int64 `json:"messageThreadId,omitempty"`
+	// ThreadID is a string thread id for platforms that use one (Feishu).
+	ThreadID  string `json:"threadId,omitempty"`
+	ChatKey   string `json:"chatKey,omitempty"`
+	UserID    string `json:"userId,omitempty"`
+	ChatType  string `json:"chatType,omitempty"`
+	Username  string `json:"username,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+}
+
+type requestKey struct{}
+
+// WithRequest returns a context that carries req.
+func WithRequest(ctx context.Context, req RequestContext) context.Context {
+	return context.WithValue(ctx, requestKey{}, req)
+}
+
+// RequestFromContext returns the request context carried by ctx, if any.
+func RequestFromContext(ctx context.Context) (RequestContext, bool) {
+	req, ok := ctx.Value(requestKey{}).(RequestContext)
+	return req, ok
+}

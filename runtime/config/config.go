@@ -1,0 +1,314 @@
+// Package config loads ship's configuration: ship.json in the project folder,
+// a .env file beside it, and the environment. Environment variables win over
+// ship.json, and a whole ship.json string "${VAR}" is taken from the
+// environment, so secrets need never be written into ship.json.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shipmyagent/ship/runtime/llm"
+)
+
+// File names in the project folder.
+const (
+	FileName    = "ship.json"
+	AgentMDName = "Agent.md"
+	EnvFileName = ".env"
+	StateDir    = ".ship"
+)
+
+// Config is everything ship reads at start-up.
+type Config struct {
+	// Dir is the project folder; all state lives in Dir/.ship.
+	Dir      string         `json:"-"`
+	LLM      llm.Config     `json:"llm"`
+	Server   ServerConfig   `json:"server"`
+	Queue    QueueConfig    `json:"queue"`
+	Store    StoreConfig    `json:"store"`
+	History  HistoryConfig  `json:"history"`
+	Log      LogConfig      `json:"log"`
+	Adapters AdaptersConfig `json:"adapters"`
+}
+
+// ServerConfig is the HTTP API.
+type ServerConfig struct {
+	Host  string `json:"host,omitempty"`
+	Port  int    `json:"port,omitempty"`
+	Token string `json:"token,omitempty"`
+}
+
+// QueueConfig is the global QueryQueue.
+type QueueConfig struct {
+	Capacity          int `json:"capacity,omitempty"`
+	Concurrency       int `json:"concurrency,omitempty"`
+	RunTimeoutSeconds int `json:"runTimeoutSeconds,omitempty"`
+}
+
+// StoreConfig is the ChatStore.
+type StoreConfig struct {
+	Durability   string `json:"durability,omitempty"` // always | none
+	SegmentBytes int64  `json:"segmentBytes,omitempty"`
+}
+
+// HistoryConfig bounds the in-memory history.
+type HistoryConfig struct {
+	MaxChats    int `json:"maxChats,omitempty"`
+	MaxMessages int `json:"maxMessages,omitempty"`
+	MaxChars    int `json:"maxChars,omitempty"`
+}
+
+// LogConfig is logging.
+type LogConfig struct {
+	Level string `json:"level,omitempty"`
+	File  bool   `json:"file,omitempty"` // also write JSON logs to .ship/logs
+}
+
+// AdaptersConfig holds each platform's section.
+type AdaptersConfig struct {
+	Telegram TelegramConfig `json:"telegram"`
+	Feishu   FeishuConfig   `json:"feishu"`
+	QQ       QQConfig       `json:"qq"`
+}
+
+// TelegramConfig is the Telegram adapter.
+type TelegramConfig struct {
+	Enabled  *bool  `json:"enabled,omitempty"`
+	BotToken string `json:"botToken,omitempty"`
+	APIBase  string `json:"apiBase,omitempty"`
+}
+
+// FeishuConfig is the Feishu/Lark adapter.
+type FeishuConfig struct {
+	Enabled   *bool  `json:"enabled,omitempty"`
+	AppID     string `json:"appId,omitempty"`
+	AppSecret string `json:"appSecret,omitempty"`
+	Domain    string `json:"domain,omitempty"`
+}
+
+// QQConfig is the QQ adapter.
+type QQConfig struct {
+	Enabled   *bool  `json:"enabled,omitempty"`
+	AppID     string `json:"appId,omitempty"`
+	AppSecret string `json:"appSecret,omitempty"`
+	Sandbox   bool   `json:"sandbox,omitempty"`
+	APIBase   string `json:"apiBase,omitempty"`
+	TokenBase string `json:"tokenBase,omitempty"`
+}
+
+// On reports whether an adapter runs: it has credentials and ship.json does
+// not switch it off.
+func (t TelegramConfig) On() bool { return t.BotToken != "" && (t.Enabled == nil || *t.Enabled) }
+
+// On reports whether the Feishu adapter runs.
+func (f FeishuConfig) On() bool {
+	return f.AppID != "" && f.AppSecret != "" && (f.Enabled == nil || *f.Enabled)
+}
+
+// On reports whether the QQ adapter runs.
+func (q QQConfig) On() bool {
+	return q.AppID != "" && q.AppSecret != "" && (q.Enabled == nil || *q.Enabled)
+}
+
+// Defaults.
+const (
+	DefaultHost          = "127.0.0.1"
+	DefaultPort          = 3000
+	DefaultQueueCapacity = 1000
+	DefaultRunTimeout    = 10 * time.Minute
+)
+
+// ErrInvalid wraps every configuration error, each of which names the
+// setting and how to fix it.
+var ErrInvalid = errors.New("invalid configuration")
+
+// LookupEnv is how Load reads the environment (os.LookupEnv in production).
+type LookupEnv func(key string) (string, bool)
+
+// Load reads dir/ship.json (optional), dir/.env (optional) and the
+// environment. Values of .env apply only where the real environment has
+// none.
+func Load(dir string, env LookupEnv) (Config, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Config{}, fmt.Errorf("resolving project folder: %w", err)
+	}
+	dotenv, err := readDotEnv(filepath.Join(abs, EnvFileName))
+	if err != nil {
+		return Config{}, err
+	}
+	lookup := func(k string) (string, bool) {
+		if v, ok := env(k); ok {
+			return v, true
+		}
+		v, ok := dotenv[k]
+		return v, ok
+	}
+
+	cfg := Config{Dir: abs}
+	raw, err := os.ReadFile(filepath.Join(abs, FileName))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return Config{}, fmt.Errorf("reading %s: %w", FileName, err)
+	default:
+		if err := decodeFile(raw, lookup, &cfg); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := applyEnv(&cfg, lookup); err != nil {
+		return Config{}, err
+	}
+	cfg.applyDefaults()
+	return cfg, cfg.validate()
+}
+
+func decodeFile(raw []byte, lookup LookupEnv, cfg *Config) error {
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return fmt.Errorf("%w: %s is not valid JSON: %v", ErrInvalid, FileName, err)
+	}
+	expanded, err := json.Marshal(expand(tree, lookup))
+	if err != nil {
+		return fmt.Errorf("expanding %s: %w", FileName, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(expanded))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, FileName, err)
+	}
+	return nil
+}
+
+// expand replaces every string that is exactly "${VAR}" with the variable's
+// value ("" when unset). Partial matches stay as written, so a literal "$"
+// in a prompt or URL is never mangled.
+func expand(v any, lookup LookupEnv) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = expand(x, lookup)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = expand(x, lookup)
+		}
+	case string:
+		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") && len(v) > 3 {
+			val, _ := lookup(v[2 : len(v)-1])
+			return val
+		}
+	}
+	return v
+}
+
+// applyEnv lets environment variables override ship.json.
+func applyEnv(cfg *Config, lookup LookupEnv) error {
+	str := func(key string, dst *string) {
+		if v, ok := lookup(key); ok && v != "" {
+			*dst = v
+		}
+	}
+	str("LLM_PROVIDER", &cfg.LLM.Provider)
+	str("LLM_MODEL", &cfg.LLM.Model)
+	str("LLM_BASE_URL", &cfg.LLM.BaseURL)
+	str("LLM_API_KEY", &cfg.LLM.APIKey)
+	str("SHIP_HOST", &cfg.Server.Host)
+	str("SHIP_API_TOKEN", &cfg.Server.Token)
+	str("SHIP_LOG_LEVEL", &cfg.Log.Level)
+	str("TELEGRAM_BOT_TOKEN", &cfg.Adapters.Telegram.BotToken)
+	str("TELEGRAM_API_BASE", &cfg.Adapters.Telegram.APIBase)
+	str("FEISHU_APP_ID", &cfg.Adapters.Feishu.AppID)
+	str("FEISHU_APP_SECRET", &cfg.Adapters.Feishu.AppSecret)
+	str("FEISHU_DOMAIN", &cfg.Adapters.Feishu.Domain)
+	str("QQ_APP_ID", &cfg.Adapters.QQ.AppID)
+	str("QQ_APP_SECRET", &cfg.Adapters.QQ.AppSecret)
+	str("QQ_API_BASE", &cfg.Adapters.QQ.APIBase)
+	str("QQ_TOKEN_BASE", &cfg.Adapters.QQ.TokenBase)
+	if v, ok := lookup("SHIP_PORT"); ok && v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			return fmt.Errorf("%w: SHIP_PORT=%q is not a port number (0-65535)", ErrInvalid, v)
+		}
+		cfg.Server.Port = p
+	}
+	if v, ok := lookup("QQ_SANDBOX"); ok && v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: QQ_SANDBOX=%q must be true or false", ErrInvalid, v)
+		}
+		cfg.Adapters.QQ.Sandbox = b
+	}
+	// A provider implied by a key alone is the common case: LLM_API_KEY
+	// without LLM_PROVIDER means OpenAI (or the compatible LLM_BASE_URL).
+	if cfg.LLM.Provider == "" && cfg.LLM.APIKey != "" {
+		cfg.LLM.Provider = llm.ProviderOpenAI
+	}
+	return nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Server.Host == "" {
+		c.Server.Host = DefaultHost
+	}
+	if c.Server.Port == 0 {
+		c.Server.Port = DefaultPort
+	}
+	if c.Queue.Capacity <= 0 {
+		c.Queue.Capacity = DefaultQueueCapacity
+	}
+	if c.Queue.Concurrency <= 0 {
+		c.Queue.Concurrency = 1
+	}
+	if c.Queue.RunTimeoutSeconds <= 0 {
+		c.Queue.RunTimeoutSeconds = int(DefaultRunTimeout / time.Second)
+	}
+	if c.Store.Durability == "" {
+		c.Store.Durability = "always"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	c.LLM = c.LLM.Normalized()
+}
+
+func (c *Config) validate() error {
+	switch c.Store.Durability {
+	case "always", "none":
+	default:
+		return fmt.Errorf("%w: store.durability %q must be \"always\" or \"none\"", ErrInvalid, c.Store.Durability)
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("%w: SHIP_LOG_LEVEL %q must be debug, info, warn or error", ErrInvalid, c.Log.Level)
+	}
+	if c.Queue.Concurrency > 64 {
+		return fmt.Errorf("%w: queue.concurrency %d is above 64", ErrInvalid, c.Queue.Concurrency)
+	}
+	return nil
+}
+
+// RunTimeout is the per-item run timeout.
+func (c Config) RunTimeout() time.Duration {
+	return time.Duration(c.Queue.RunTimeoutSeconds) * time.Second
+}
+
+// StatePath joins parts under the project's .ship folder.
+func (c Config) StatePath(parts ...string) string {
+	return filepath.Join(append([]string{c.Dir, StateDir}, parts...)...)
+}
+
+// AgentMDPath is the operator's instructions file.
+func (c Config) AgentMDPath() string { return filepath.Join(c.Dir, AgentMDName) }

@@ -1,0 +1,114 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shipmyagent/ship/runtime/llm"
+)
+
+func envOf(m map[string]string) LookupEnv {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func write(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDefaultsWithoutAnyFile(t *testing.T) {
+	cfg, err := Load(t.TempDir(), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Host != "127.0.0.1" || cfg.Server.Port != 3000 || cfg.Queue.Capacity < 1000 ||
+		cfg.Queue.Concurrency != 1 || cfg.Store.Durability != "always" || cfg.LLM.Provider != "" {
+		t.Errorf("defaults = %+v", cfg)
+	}
+	if err := cfg.LLM.Validate(); !errors.Is(err, llm.ErrNoProvider) || !strings.Contains(err.Error(), "--offline") {
+		t.Errorf("no model: %v, want a hint to set LLM_PROVIDER or pass --offline", err)
+	}
+}
+
+func TestEnvironmentWinsOverShipJSONAndVarsExpand(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, FileName, `{
+	  "llm": {"provider": "anthropic", "model": "from-file", "apiKey": "${MY_KEY}"},
+	  "server": {"port": 4000, "token": "${TOKEN_VAR}"},
+	  "adapters": {"telegram": {"botToken": "file-token", "enabled": false}}
+	}`)
+	cfg, err := Load(dir, envOf(map[string]string{
+		"LLM_MODEL":          "from-env",
+		"MY_KEY":             "sk-expanded",
+		"TOKEN_VAR":          "t0k",
+		"SHIP_PORT":          "5000",
+		"TELEGRAM_BOT_TOKEN": "env-token",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LLM.Provider != "anthropic" || cfg.LLM.Model != "from-env" || cfg.LLM.APIKey != "sk-expanded" {
+		t.Errorf("llm = %+v", cfg.LLM)
+	}
+	if cfg.Server.Port != 5000 || cfg.Server.Token != "t0k" {
+		t.Errorf("server = %+v", cfg.Server)
+	}
+	if cfg.Adapters.Telegram.BotToken != "env-token" || cfg.Adapters.Telegram.On() {
+		t.Errorf("telegram = %+v: env token wins, but enabled:false keeps it off", cfg.Adapters.Telegram)
+	}
+}
+
+func TestDotEnvFillsOnlyWhatTheEnvironmentLacks(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, EnvFileName, "# comment\nexport LLM_API_KEY=\"sk-dotenv\"\nLLM_MODEL=dotenv-model # trailing\nQQ_APP_ID=1\nQQ_APP_SECRET='s'\n")
+	cfg, err := Load(dir, envOf(map[string]string{"LLM_MODEL": "real-env"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LLM.APIKey != "sk-dotenv" || cfg.LLM.Model != "real-env" || cfg.LLM.Provider != llm.ProviderOpenAI {
+		t.Errorf("llm = %+v: key from .env implies openai; the real environment wins for the model", cfg.LLM)
+	}
+	if !cfg.Adapters.QQ.On() || cfg.Adapters.Feishu.On() || cfg.Adapters.Telegram.On() {
+		t.Errorf("adapters on: qq=%v feishu=%v telegram=%v", cfg.Adapters.QQ.On(), cfg.Adapters.Feishu.On(), cfg.Adapters.Telegram.On())
+	}
+}
+
+func TestBadInputIsAClearErrorWithoutSecrets(t *testing.T) {
+	cases := map[string]struct {
+		file, env, want string
+	}{
+		"malformed json":  {file: `{"llm": `, want: "not valid JSON"},
+		"unknown field":   {file: `{"llm": {"provider": "openai", "apikey_typo": "x"}}`, want: "apikey_typo"},
+		"bad durability":  {file: `{"store": {"durability": "sometimes"}}`, want: "store.durability"},
+		"bad port":        {env: "SHIP_PORT=http", want: "SHIP_PORT"},
+		"bad level":       {env: "SHIP_LOG_LEVEL=loud", want: "SHIP_LOG_LEVEL"},
+		"bad dotenv line": {file: "", env: "", want: ".env line 2"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.file != "" {
+				write(t, dir, FileName, c.file)
+			}
+			env := map[string]string{}
+			if k, v, ok := strings.Cut(c.env, "="); ok {
+				env[k] = v
+			}
+			if name == "bad dotenv line" {
+				write(t, dir, EnvFileName, "A=1\nsk-secret-value-without-key\n")
+			}
+			_, err := Load(dir, envOf(env))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one naming %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "sk-secret") {
+				t.Errorf("error leaks a secret: %v", err)
+			}
+		})
+	}
+}

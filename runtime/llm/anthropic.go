@@ -1,0 +1,62 @@
+package llm
+
+import (
+	"context"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// oneCallPerMessage adapts the tool loop's messages to langchaingo's
+// Anthropic client, which reads only the first part of each message: an
+// assistant message with text and several tool calls would lose all but
+// the text. It rewrites such a message into one assistant message per tool
+// call, each followed by its result, which the Anthropic API accepts.
+type oneCallPerMessage struct {
+	llms.Model
+}
+
+func (m *oneCallPerMessage) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	return m.Model.GenerateContent(ctx, splitToolCalls(msgs), opts...)
+}
+
+func splitToolCalls(msgs []llms.MessageContent) []llms.MessageContent {
+	out := make([]llms.MessageContent, 0, len(msgs))
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		var calls []llms.ToolCall
+		var texts []llms.ContentPart
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				calls = append(calls, p)
+			default:
+				texts = append(texts, p)
+			}
+		}
+		if m.Role != llms.ChatMessageTypeAI || len(calls) == 0 || (len(calls) == 1 && len(texts) == 0) {
+			out = append(out, m)
+			continue
+		}
+		// Collect the tool results that follow, by call id.
+		results := map[string]llms.MessageContent{}
+		j := i + 1
+		for ; j < len(msgs) && msgs[j].Role == llms.ChatMessageTypeTool; j++ {
+			for _, p := range msgs[j].Parts {
+				if r, ok := p.(llms.ToolCallResponse); ok {
+					results[r.ToolCallID] = llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{r}}
+				}
+			}
+		}
+		if len(texts) > 0 {
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: texts})
+		}
+		for _, c := range calls {
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{c}})
+			if r, ok := results[c.ID]; ok {
+				out = append(out, r)
+			}
+		}
+		i = j - 1
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// retryAfterSeconds is what a refused client is told to wait: long enough
+// for a few turns to drain, short enough that a retry loop stays responsive.
+const retryAfterSeconds = "5"
+
+// runKey names one api run: message ids are only unique within a chat.
+type runKey struct{ chatKey, messageID string }
+
+// collector gathers the replies one api run delivers while its HTTP request
+// waits for the run to end.
+type collector struct {
+	replies []string
+}
+
+// runResult is what OnDone hands to the waiting request.
+type runResult struct {
+	outcome adapters.Outcome
+	replies []string
+}
+
+type executeResponse struct {
+	Success   bool                   `json:"success"`
+	Output    string                 `json:"output"`
+	ToolCalls []agent.ToolCallRecord `json:"toolCalls"`
+	Replies   []string               `json:"replies"`
+	ChatKey   string                 `json:"chatKey"`
+	MessageID string                 `json:"messageId"`
+}
+
+// handleExecute runs one turn in the api channel through the global queue
+// and answers when the run has ended.
+func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	log := zerolog.Ctx(ctx)
+
+	in, ierr := s.readExecute(w, r)
+	if ierr != nil {
+		writeError(w, r, ierr.status, ierr.code, ierr.message)
+		return
+	}
+	key := runKey{chatKey: in.chatKey, messageID: in.messageID}
+	c, ok := s.register(key)
+	if !ok {
+		// Running it twice would answer the user twice; the first request
+		// (or the run it left behind) still owns this message.
+		writeError(w, r, http.StatusConflict, codeConflict,
+			"messageId "+in.messageID+" is already being answered in this chat")
+		return
+	}
+
+	done := make(chan runResult, 1) // buffered: OnDone must not block on a gone client
+	_, err := s.opts.Engine.Ingress.Accept(ctx, adapters.Submission{
+		ID:      requestID(ctx),
+		Channel: chat.ChannelAPI,
+		ChatKey: in.chatKey,
+		Message: adapters.IncomingChatMessage{
+			ChatID:    in.chatID,
+			Text:      in.instructions,
+			MessageID: in.messageID,
+			UserID:    in.userID,
+			ChatType:  "api",
+		},
+		OnDone: func(o adapters.Outcome) {
+			done <- runResult{outcome: o, replies: s.unregister(key, c)}
+		},
+	})
+	if err != nil {
+		s.unregister(key, c)
+		s.writeAcceptError(w, r, err)
+		return
+	}
+
+	var res runResult
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		// The run goes on: its replies are logged in the ChatStore, and the
+		// collector stays until it ends so a retry of the same messageId is
+		// refused instead of answered twice.
+		log.Info().Str("chatKey", in.chatKey).Str("messageId", in.messageID).
+			Msg("client went away before the run ended; the run continues")
+		return
+	}
+
+	if errors.Is(res.outcome.Err, adapters.ErrQueueStopped) {
+		// Shutdown came before this message's turn: it is in the chat log
+		// but was not run, and the client should retry.
+		s.writeAcceptError(w, r, res.outcome.Err)
+		return
+	}
+	out := res.outcome.Result
+	toolCalls := out.ToolCalls
+	if toolCalls == nil {
+		toolCalls = []agent.ToolCallRecord{}
+	}
+	replies := res.replies
+	if replies == nil {
+		replies = []string{}
+	}
+	writeJSON(w, r, http.StatusOK, executeResponse{
+		Success:   out.Success,
+		Output:    out.Output,
+		ToolCalls: toolCalls,
+		Replies:   replies,
+		ChatKey:   in.chatKey,
+		MessageID: in.messageID,
+	})
+}
+
+// writeAcceptError maps a refused submission to its answer. Only a busy
+// queue is the client's business; anything else is logged and kept vague.
+func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, adapters.ErrQueueStopped):
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, r, http.StatusServiceUnavailable, codeShuttingDown,
+			"the server is shutting down; try again shortly")
+	case adapters.IsBusy(err):
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, r, http.StatusServiceUnavailable, codeQueueFull,
+			"the queue is full; try again shortly")
+	default:
+		zerolog.Ctx(r.Context()).Error().Err(err).Msg("accepting api message")
+		writeError(w, r, http.StatusInternalServerError, codeInternal, msgInternal)
+	}
+}
+
+// register adds a collector for key; ok is false when key is in flight.
+func (s *Server) register(key runKey) (*collector, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[key]; busy {
+		return nil, false
+	}
+	c := &collector{}
+	s.inflight[key] = c
+	return c, true
+}
+
+// unregister removes c (if it is still key's collector) and returns what it
+// collected.
+func (s *Server) unregister(key runKey, c *collector) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight[key] == c {
+		delete(s.inflight, key)
+	}
+	return c.replies
+}
+
+// sendText is the api channel's dispatcher: a reply "arrives" by being added
+// to the collector of its run. A run whose collector is gone still counts
+// as delivered, because chat.Deliver then logs the reply in the ChatStore,
+// which is where a client that went away finds it.
+func (s *Server) sendText(_ context.Context, req chat.RequestContext, text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.inflight[runKey{chatKey: req.ChatKey, messageID: req.MessageID}]; ok {
+		c.replies = append(c.replies, text)
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/server"
+)
+
+// hangGuard bounds every wait so a broken test fails instead of hanging; it
+// is never a timing assertion.
+const hangGuard = 30 * time.Second
+
+type setup struct {
+	handler  fakeopenai.Handler
+	token    string
+	capacity int
+	adapters func() []server.AdapterStatus
+}
+
+// env is the core wired as in production (real ChatStore, queue, runtime,
+// tools and langchaingo's OpenAI client against the loopback fake) with the
+// API served over real HTTP.
+type env struct {
+	t      *testing.T
+	fake   *fakeopenai.Server
+	engine *adapters.Engine
+	srv    *httptest.Server
+	logs   *syncBuffer
+}
+
+// syncBuffer is a log sink the server and the test may use at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newEnv(t *testing.T, o setup) *env {
+	t.Helper()
+	fake, err := fakeopenai.Start(o.handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	model, err := openai.New(openai.WithBaseURL(fake.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// The engine and the server share one sink so tests can follow a
+	// request id from the access line into the run's own lines.
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
+	eng, err := adapters.NewEngine(adapters.EngineOptions{
+		ChatsDir:     filepath.Join(dir, ".ship", "chats"),
+		Durability:   chat.DurabilityNone,
+		Model:        model,
+		AgentMDPath:  filepath.Join(dir, "Agent.md"),
+		Queue:        adapters.QueueOptions{Capacity: o.capacity},
+		RetryBackoff: time.Millisecond,
+		Logger:       zerolog.New(logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = eng.Close(context.Background()) })
+
+	s, err := server.New(server.Options{
+		Engine:   eng,
+		Token:    o.token,
+		Version:  "1.2.3-test",
+		Started:  time.Now(),
+		Model:    "openai/m",
+		Adapters: o.adapters,
+		Logger:   zerolog.New(logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &env{t: t, fake: fake, engine: eng, srv: srv, logs: logs}
+}
+
+// response is an answer read in full.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+// errorCode returns error.code and checks the error body's shape.
+func (r response) errorCode(t *testing.T) string {
+	t.Helper()
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type = %q", ct)
+	}
+	var b struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &b); err != nil {
+		t.Fatalf("error body %q: %v", r.body, err)
+	}
+	if b.Error.Code == "" || b.Error.Message == "" {
+		t.Errorf("error body %q lacks code or message", r.body)
+	}
+	return b.Error.Code
+}
+
+func (r response) message(t *testing.T) string {
+	t.Helper()
+	return r.json(t)["error"].(map[string]any)["message"].(string)
+}
+
+// do sends a request with a raw body (nil for none) and extra headers.
+func (e *env) do(ctx context.Context, method, path string, body []byte, header map[string]string) (response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+path, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+func (e *env) request(method, path string, body []byte, header map[string]string) response {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	r, err := e.do(ctx, method, path, body, header)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+func (e *env) get(path string) response { return e.request(http.MethodGet, path, nil, nil) }
+
+func (e *env) execute(body any) response {
+	e.t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.request(http.MethodPost, "/api/execute", b, nil)
+}
+
+// executeResult is the success body of /api/execute.
+type executeResult struct {
+	Success   bool   `json:"success"`
+	Output    string `json:"output"`
+	ToolCalls []struct {
+		Tool   string         `json:"tool"`
+		Input  map[string]any `json:"input"`
+		Output string         `json:"output"`
+	} `json:"toolCalls"`
+	Replies   []string `json:"replies"`
+	ChatKey   string   `json:"chatKey"`
+	MessageID string   `json:"messageId"`
+}
+
+func (r response) result(t *testing.T) executeResult {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d, body %s", r.status, r.body)
+	}
+	var res executeResult
+	if err := json.Unmarshal(r.body, &res); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+	return res
+}
+
+func (e *env) entries(chatKey string) []chat.ChatLogEntryV1 {
+	e.t.Helper()
+	var out []chat.ChatLogEntryV1
+	if err := e.engine.Store.Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
+		out = append(out, en)
+		return true
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// waitFor polls cond, for states that nothing signals (a queue's waiting
+// count); the deadline is a hang guard only.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// gate is a fake model that blocks every call until released, and says
+// when a call has arrived.
+type gate struct {
+	entered chan string // the last user text of each blocked call
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate() *gate {
+	return &gate{entered: make(chan string, 16), release: make(chan struct{})}
+}
+
+func (g *gate) handler(r fakeopenai.Request) fakeopenai.Response {
+	if len(r.ToolResults()) == 0 {
+		g.entered <- r.LastUser()
+		<-g.release
+	}
+	return fakeopenai.EchoChatSend(r)
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+func (g *gate) waitEntered(t *testing.T) string {
+	t.Helper()
+	select {
+	case s := <-g.entered:
+		return s
+	case <-time.After(hangGuard):
+		t.Fatal("the model was never called")
+		return ""
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func waitTimeout() <-chan time.Time { return time.After(hangGuard) }

@@ -1,0 +1,162 @@
+// Package server is ship's HTTP API (DESIGN §6): liveness, status and
+// POST /api/execute, which runs a turn in the "api" channel through the same
+// global queue as every platform and answers with the run's result and the
+// replies the agent sent.
+package server
+
+import (
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Defaults for Options left at zero.
+const (
+	defaultMaxBodyBytes        = 1 << 20
+	defaultMaxInstructionChars = 10_000
+)
+
+// AdapterStatus is one platform adapter as shown by GET /api/status.
+type AdapterStatus struct {
+	Name   string `json:"name"`
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Options configure a Server.
+type Options struct {
+	// Engine is the core (Store, Registry, Queue, Ingress, Runtime); required.
+	Engine *adapters.Engine
+	// Token is the bearer token every /api route requires; "" disables auth.
+	Token   string
+	Version string
+	// Started is when the process started (uptime is measured from it);
+	// zero means when New was called.
+	Started time.Time
+	// Model is "provider/model", shown in /api/status.
+	Model string
+	// Adapters reports the platform adapters' state; may be nil.
+	Adapters func() []AdapterStatus
+	// MaxBodyBytes caps a request body; 0 → 1 MiB.
+	MaxBodyBytes int64
+	// MaxInstructionChars caps instructions in Unicode code points;
+	// 0 → 10,000.
+	MaxInstructionChars int
+	Logger              zerolog.Logger
+}
+
+// Server serves the HTTP API. Create it with New.
+type Server struct {
+	opts        Options
+	log         zerolog.Logger
+	tokenDigest []byte // SHA-256 of Options.Token; nil when auth is off
+	handler     http.Handler
+
+	// mu guards inflight: the reply collectors of the api runs whose
+	// request is still being answered.
+	mu       sync.Mutex
+	inflight map[runKey]*collector
+}
+
+// New builds the server and registers its dispatcher for the api channel
+// (chat.ChannelAPI) in the engine's registry, so chat_send and the
+// final-output fallback of api runs reach the waiting HTTP request.
+func New(opts Options) (*Server, error) {
+	e := opts.Engine
+	if e == nil || e.Store == nil || e.Registry == nil || e.Queue == nil || e.Ingress == nil {
+		return nil, errors.New("server: Options.Engine must be a complete engine (see adapters.NewEngine)")
+	}
+	if opts.MaxBodyBytes < 0 || opts.MaxInstructionChars < 0 {
+		return nil, errors.New("server: MaxBodyBytes and MaxInstructionChars must not be negative")
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if opts.MaxInstructionChars == 0 {
+		opts.MaxInstructionChars = defaultMaxInstructionChars
+	}
+	if opts.Started.IsZero() {
+		opts.Started = time.Now()
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger.With().Str("component", "http").Logger(),
+		inflight: make(map[runKey]*collector),
+	}
+	if opts.Token != "" {
+		d := sha256.Sum256([]byte(opts.Token))
+		s.tokenDigest = d[:]
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /api/status", s.handleStatus)
+	mux.HandleFunc("POST /api/execute", s.handleExecute)
+
+	// Outermost first: every request gets an id and a log line, then panics
+	// are caught (so they are logged with that id), then auth, then routing.
+	s.handler = s.withRequestLog(s.withRecover(s.withAuth(withJSONFallbacks(mux))))
+
+	e.Registry.Register(chat.ChannelAPI, chat.DispatcherFunc(s.sendText))
+	return s, nil
+}
+
+// Handler returns the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+type statusResponse struct {
+	Version       string          `json:"version"`
+	UptimeSeconds int64           `json:"uptimeSeconds"`
+	StartedAt     string          `json:"startedAt"`
+	Model         string          `json:"model"`
+	Queue         queueStatus     `json:"queue"`
+	Adapters      []AdapterStatus `json:"adapters"`
+}
+
+type queueStatus struct {
+	Capacity        int      `json:"capacity"`
+	Concurrency     int      `json:"concurrency"`
+	Waiting         int      `json:"waiting"`
+	Running         int      `json:"running"`
+	RunningChatKeys []string `json:"runningChatKeys"`
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	st := s.opts.Engine.Queue.Stats()
+	keys := st.RunningChatKeys
+	if keys == nil {
+		keys = []string{}
+	}
+	var adapterList []AdapterStatus
+	if s.opts.Adapters != nil {
+		adapterList = s.opts.Adapters()
+	}
+	if adapterList == nil {
+		adapterList = []AdapterStatus{}
+	}
+	writeJSON(w, r, http.StatusOK, statusResponse{
+		Version:       s.opts.Version,
+		UptimeSeconds: int64(time.Since(s.opts.Started) / time.Second),
+		StartedAt:     s.opts.Started.UTC().Format(time.RFC3339),
+		Model:         s.opts.Model,
+		Queue: queueStatus{
+			Capacity:        st.Capacity,
+			Concurrency:     st.Concurrency,
+			Waiting:         st.Waiting,
+			Running:         st.Running,
+			RunningChatKeys: keys,
+		},
+		Adapters: adapterList,
+	})
+}

@@ -1,0 +1,66 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// ChatSend is the chat_send tool: it delivers user-visible text to the chat
+// of the current request and logs it as an assistant entry.
+type ChatSend struct {
+	Store *chat.Store
+}
+
+// Definition describes chat_send to the model.
+func (t *ChatSend) Definition() llms.FunctionDefinition {
+	return llms.FunctionDefinition{
+		Name:        "chat_send",
+		Description: "Send a message to the user in the current chat. This is the only way the user sees your reply.",
+		Parameters: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"text": map[string]any{"type": "string", "description": "The message text, exactly as the user should see it."},
+			},
+			"required": []string{"text"},
+		},
+	}
+}
+
+// Call sends the text. Its result says truthfully whether the platform took
+// it: the model must not believe a reply arrived when it did not.
+func (t *ChatSend) Call(ctx context.Context, args json.RawMessage) agent.ToolResult {
+	var in struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return failure("arguments must be an object with a string field text")
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return failure("text is empty")
+	}
+	if !utf8.ValidString(in.Text) {
+		return failure("text is not valid UTF-8")
+	}
+	if err := chat.Deliver(ctx, t.Store, in.Text, chat.ViaChatSend); err != nil {
+		msg := "delivery failed"
+		switch {
+		case errors.Is(err, chat.ErrNoRequest):
+			msg = "there is no chat to send to in this request"
+		case errors.Is(err, chat.ErrNoDispatcher):
+			msg = "this channel cannot send messages"
+		}
+		res := failure(msg + ": " + err.Error())
+		return res
+	}
+	res := result(true, nil)
+	res.Delivered = true
+	return res
+}
