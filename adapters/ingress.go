@@ -32,6 +32,11 @@ type Submission struct {
 	OnDone func(Outcome)
 	// OnStep, when set, sees every step of the run.
 	OnStep func(ctx context.Context, ev agent.StepEvent)
+	// DeferSync is for channels whose acknowledgement is the answer itself
+	// (the HTTP API): the user entry's fsync is left to the reply's, and
+	// waited for before OnDone, so a turn costs one fsync instead of two.
+	// Platforms that acknowledge on Accept must leave it false.
+	DeferSync bool
 }
 
 // Accept logs the message as a user entry and queues it. The message is in
@@ -39,19 +44,46 @@ type Submission struct {
 // then. When the queue refuses it, the refusal is logged next to it and the
 // error (ErrQueueFull or ErrQueueStopped) returned for a "busy" reply.
 func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
-	if err := in.Record(ctx, s.Channel, s.ChatKey, s.Message, s.Meta); err != nil {
+	e, err := userEntry(s.Channel, s.ChatKey, s.Message, s.Meta)
+	if err != nil {
 		return Ticket{}, err
+	}
+	var pending *chat.Pending
+	if s.DeferSync {
+		_, pending, err = in.Store.AppendDeferred(ctx, e)
+	} else {
+		_, err = in.Store.Append(ctx, e)
+	}
+	if err != nil {
+		return Ticket{}, fmt.Errorf("recording message: %w", err)
+	}
+	onDone := s.OnDone
+	if pending != nil {
+		onDone = func(o Outcome) {
+			if err := pending.Wait(); err != nil {
+				in.Log.Error().Err(err).Str("chatKey", s.ChatKey).Msg("syncing user message")
+				if o.Err == nil {
+					o.Err = fmt.Errorf("syncing user message: %w", err)
+				}
+			}
+			if s.OnDone != nil {
+				s.OnDone(o)
+			}
+		}
 	}
 	item := QueueItem{
 		ID:           s.ID,
 		ChatKey:      s.ChatKey,
 		Request:      requestOf(s.Channel, s.ChatKey, s.Message),
 		Instructions: s.Message.Text,
-		OnDone:       s.OnDone,
+		OnDone:       onDone,
 		OnStep:       s.OnStep,
 	}
 	t, err := in.Queue.Enqueue(item)
 	if err != nil {
+		if pending != nil {
+			_ = pending.Wait() // the refusal below is fsynced anyway
+		}
 		reason := "not answered: " + err.Error()
 		if _, lerr := in.Store.Append(ctx, chat.ChatLogEntryV1{
 			Channel: s.Channel, ChatID: s.Message.ChatID, ChatKey: s.ChatKey, MessageID: s.Message.MessageID,
@@ -67,10 +99,21 @@ func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
 // Record logs a message as a user entry without queueing it: unaddressed
 // group messages are kept so chat_load_history sees the whole conversation.
 func (in *Ingress) Record(ctx context.Context, channel, chatKey string, m IncomingChatMessage, meta map[string]any) error {
-	if chatKey == "" {
-		return fmt.Errorf("recording message: %w", chat.ErrInvalidChatKey)
+	e, err := userEntry(channel, chatKey, m, meta)
+	if err != nil {
+		return err
 	}
-	e := chat.ChatLogEntryV1{
+	if _, err := in.Store.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording message: %w", err)
+	}
+	return nil
+}
+
+func userEntry(channel, chatKey string, m IncomingChatMessage, meta map[string]any) (chat.ChatLogEntryV1, error) {
+	if chatKey == "" {
+		return chat.ChatLogEntryV1{}, fmt.Errorf("recording message: %w", chat.ErrInvalidChatKey)
+	}
+	return chat.ChatLogEntryV1{
 		Channel:   channel,
 		ChatID:    m.ChatID,
 		ChatKey:   chatKey,
@@ -79,11 +122,7 @@ func (in *Ingress) Record(ctx context.Context, channel, chatKey string, m Incomi
 		Role:      chat.RoleUser,
 		Text:      m.Text,
 		Meta:      withPlatformMeta(meta, m),
-	}
-	if _, err := in.Store.Append(ctx, e); err != nil {
-		return fmt.Errorf("recording message: %w", err)
-	}
-	return nil
+	}, nil
 }
 
 func withPlatformMeta(meta map[string]any, m IncomingChatMessage) map[string]any {

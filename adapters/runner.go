@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 
 	"github.com/rs/zerolog"
 
@@ -37,6 +38,17 @@ func (r *Runner) Handle(ctx context.Context, item QueueItem) {
 	ctx = chat.WithRequest(ctx, item.Request)
 	ctx = chat.WithRegistry(ctx, r.Registry)
 
+	finished := false
+	defer func() {
+		// Whoever waits on OnDone must hear back even when the run panics;
+		// the queue logs the panic itself.
+		if !finished && item.OnDone != nil {
+			item.OnDone(Outcome{
+				Result: agent.AgentResult{Output: "", ToolCalls: []agent.ToolCallRecord{}},
+				Err:    errors.New("run crashed"),
+			})
+		}
+	}()
 	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
 		ChatKey:      item.ChatKey,
 		Instructions: item.Instructions,
@@ -53,6 +65,7 @@ func (r *Runner) Handle(ctx context.Context, item QueueItem) {
 	out.FallbackSent = sent
 	log.Info().Bool("success", res.Success).Int("toolCalls", len(res.ToolCalls)).
 		Bool("delivered", res.Delivered).Bool("fallback", sent).Msg("run finished")
+	finished = true
 	if item.OnDone != nil {
 		item.OnDone(out)
 	}

@@ -76,6 +76,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		OnDone: func(o adapters.Outcome) {
 			done <- runResult{outcome: o, replies: s.unregister(key, c)}
 		},
+		// The response is the acknowledgement: the message is durable
+		// before it is sent, and shares its fsync with the reply.
+		DeferSync: true,
 	})
 	if err != nil {
 		s.unregister(key, c)

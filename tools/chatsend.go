@@ -57,8 +57,7 @@ func (t *ChatSend) Call(ctx context.Context, args json.RawMessage) agent.ToolRes
 		case errors.Is(err, chat.ErrNoDispatcher):
 			msg = "this channel cannot send messages"
 		}
-		res := failure(msg + ": " + err.Error())
-		return res
+		return failure(msg + ": " + err.Error())
 	}
 	res := result(true, nil)
 	res.Delivered = true

@@ -44,6 +44,9 @@ var (
 	ErrInvalidEntry = errors.New("invalid chat log entry")
 	// ErrStoreClosed is returned by every method of a Store after Close.
 	ErrStoreClosed = errors.New("chat store closed")
+	// ErrStoreLocked means another process (another ship) has the store
+	// open: two writers would corrupt each other's segments.
+	ErrStoreLocked = errors.New("chat store is in use by another ship process")
 	// ErrEmptyKeyword is returned by Search for an empty keyword.
 	ErrEmptyKeyword = errors.New("empty search keyword")
 )
@@ -73,6 +76,7 @@ type StoreOptions struct {
 // append to a folder at a time; readers in other processes are fine.
 type Store struct {
 	dir          string
+	lock         *os.File // held for the store's life (lock_unix.go)
 	durability   Durability
 	segmentBytes int64
 	maxOpen      int
@@ -129,8 +133,14 @@ func OpenStore(opts StoreOptions) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open chat store: %w", err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
 	names, err := readDirNames(dir)
 	if err != nil {
+		s.unlock()
 		return nil, fmt.Errorf("open chat store: %w", err)
 	}
 	s.archives = make(map[string][]int)
@@ -160,12 +170,59 @@ func orDefault(v, def int64) int64 {
 // an error from the write or fsync itself means the entry may or may not be
 // in the file.
 func (s *Store) Append(ctx context.Context, e ChatLogEntryV1) (ChatLogEntryV1, error) {
-	if err := ctx.Err(); err != nil {
+	e, p, err := s.append(ctx, e)
+	if err != nil {
+		return ChatLogEntryV1{}, err
+	}
+	if err := p.Wait(); err != nil {
 		return ChatLogEntryV1{}, fmt.Errorf("append chat entry: %w", err)
+	}
+	return e, nil
+}
+
+// AppendDeferred writes e like Append but returns before it is fsynced: the
+// caller waits with Pending.Wait before it acknowledges the entry to anyone.
+// A reply appended to the same chat meanwhile is fsynced with it, so a turn
+// whose acknowledgement is its answer (the HTTP API) costs one fsync, not
+// two. Wait must be called exactly once, also on paths that give up: until
+// then the chat's file handle stays open.
+func (s *Store) AppendDeferred(ctx context.Context, e ChatLogEntryV1) (ChatLogEntryV1, *Pending, error) {
+	return s.append(ctx, e)
+}
+
+// Pending is an entry written by AppendDeferred that may not be on stable
+// storage yet.
+type Pending struct {
+	s    *Store
+	cf   *chatFile
+	seq  uint64
+	once sync.Once
+	err  error
+}
+
+// Wait returns once the entry is on stable storage (at once with
+// DurabilityNone, or when a later fsync of the chat already covered it).
+// Later calls return the first result.
+func (p *Pending) Wait() error {
+	p.once.Do(func() {
+		if p.cf == nil {
+			return
+		}
+		if p.s.durability == DurabilityAlways {
+			p.err = p.cf.waitSynced(p.seq)
+		}
+		p.s.release(p.cf)
+	})
+	return p.err
+}
+
+func (s *Store) append(ctx context.Context, e ChatLogEntryV1) (ChatLogEntryV1, *Pending, error) {
+	if err := ctx.Err(); err != nil {
+		return ChatLogEntryV1{}, nil, fmt.Errorf("append chat entry: %w", err)
 	}
 	stem, err := checkEntry(e)
 	if err != nil {
-		return ChatLogEntryV1{}, fmt.Errorf("append chat entry: %w", err)
+		return ChatLogEntryV1{}, nil, fmt.Errorf("append chat entry: %w", err)
 	}
 	e.V = 1
 	if e.TS == 0 {
@@ -187,37 +244,34 @@ func (s *Store) Append(ctx context.Context, e ChatLogEntryV1) (ChatLogEntryV1, e
 	// Encode escapes control characters, so the line holds exactly one '\n':
 	// the one it ends with.
 	if err := enc.Encode(e); err != nil {
-		return ChatLogEntryV1{}, fmt.Errorf("append chat entry: %w: %w", ErrInvalidEntry, err)
+		return ChatLogEntryV1{}, nil, fmt.Errorf("append chat entry: %w: %w", ErrInvalidEntry, err)
 	}
 
-	err = s.appendLine(stem, buf.Bytes())
+	p, err := s.appendLine(stem, buf.Bytes())
 	if errors.Is(err, errHandleBroken) {
 		// Nothing was written, and the broken handle is gone now: a fresh
 		// one may well work.
-		err = s.appendLine(stem, buf.Bytes())
+		p, err = s.appendLine(stem, buf.Bytes())
 	}
 	if err != nil {
-		return ChatLogEntryV1{}, fmt.Errorf("append chat entry: %w", err)
+		return ChatLogEntryV1{}, nil, fmt.Errorf("append chat entry: %w", err)
 	}
-	return e, nil
+	return e, p, nil
 }
 
-// appendLine writes line to the live file of stem and, with
-// DurabilityAlways, waits for it to reach stable storage.
-func (s *Store) appendLine(stem string, line []byte) error {
+// appendLine writes line to the live file of stem. The returned Pending
+// holds the file handle until its Wait.
+func (s *Store) appendLine(stem string, line []byte) (*Pending, error) {
 	cf, err := s.acquire(stem)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer s.release(cf)
 	seq, err := s.writeLine(cf, line)
 	if err != nil {
-		return err
+		s.release(cf)
+		return nil, err
 	}
-	if s.durability == DurabilityAlways {
-		return cf.waitSynced(seq)
-	}
-	return nil
+	return &Pending{s: s, cf: cf, seq: seq}, nil
 }
 
 // checkEntry validates e for Append and returns the stem of its chat.
@@ -297,6 +351,7 @@ func (s *Store) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	s.unlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close chat store: %w", err)
 	}
@@ -372,4 +427,16 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync chats folder: %w", err)
 	}
 	return nil
+}
+
+// lockFileName is the lock file in the chats folder; it can never be mistaken
+// for a chat (escaped stems never contain '.').
+const lockFileName = ".lock"
+
+// unlock releases the folder lock; closing the file drops the flock.
+func (s *Store) unlock() {
+	if s.lock != nil {
+		_ = s.lock.Close()
+		s.lock = nil
+	}
 }

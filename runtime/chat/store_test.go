@@ -193,7 +193,7 @@ func TestAppendRejectsInvalidEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 0 {
+	if len(names) != 1 || names[0].Name() != lockFileName {
 		t.Fatalf("rejected entries left files behind: %v", names)
 	}
 }
@@ -430,5 +430,66 @@ func TestBrokenHandleIsReplaced(t *testing.T) {
 	mustAppend(t, s, userEntry(topicKey, "three"))
 	if got := texts(mustScan(t, s, topicKey)); !slices.Equal(got, []string{"one", "two", "three"}) {
 		t.Fatalf("Scan = %q", got)
+	}
+}
+
+func TestSecondStoreOnTheSameFolderIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s1, err := OpenStore(StoreOptions{Dir: dir, Durability: DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenStore(StoreOptions{Dir: dir}); !errors.Is(err, ErrStoreLocked) {
+		t.Fatalf("second open: %v, want ErrStoreLocked", err)
+	}
+	if err := s1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := OpenStore(StoreOptions{Dir: dir})
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	keys, err := s2.ChatKeys(context.Background())
+	if err != nil || len(keys) != 0 {
+		t.Errorf("ChatKeys = %v, %v: the lock file is not a chat", keys, err)
+	}
+	s2.Close()
+}
+
+func TestAppendDeferredIsReadableAtOnceAndWaitsOnce(t *testing.T) {
+	for _, d := range []Durability{DurabilityAlways, DurabilityNone} {
+		t.Run(string(d), func(t *testing.T) {
+			s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Durability: d, MaxOpenFiles: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			_, p, err := s.AppendDeferred(ctx, ChatLogEntryV1{Channel: "api", ChatID: "a", ChatKey: "api:chat:a", Role: RoleUser, Text: "question"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Other chats come and go while it is pending: its handle stays.
+			for i := 0; i < 3; i++ {
+				if _, err := s.Append(ctx, ChatLogEntryV1{Channel: "api", ChatID: "b", ChatKey: fmt.Sprintf("api:chat:b%d", i), Role: RoleUser, Text: "x"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Append(ctx, ChatLogEntryV1{Channel: "api", ChatID: "a", ChatKey: "api:chat:a", Role: RoleAssistant, Text: "answer"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Wait(); err != nil {
+				t.Fatalf("second Wait: %v", err)
+			}
+			got, err := s.Recent(ctx, "api:chat:a", 10)
+			if err != nil || len(got) != 2 || got[0].Text != "question" || got[1].Text != "answer" {
+				t.Fatalf("Recent = %+v, %v", got, err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
