@@ -1,7 +1,6 @@
 package adapters
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
@@ -358,27 +358,8 @@ func TestQueueStopExpiredContextCancelsRunning(t *testing.T) {
 	}
 }
 
-// queueLogBuffer lets the race detector see log writes from a worker and reads
-// from the test as ordered.
-type queueLogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *queueLogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *queueLogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestQueuePanicDoesNotStopNextItem(t *testing.T) {
-	var logs queueLogBuffer
+	var logs logbuf.Buffer
 	next := make(chan string, 1)
 	q := newTestQueue(t, func(_ context.Context, item QueueItem) {
 		if item.Instructions == "boom" {

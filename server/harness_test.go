@@ -18,6 +18,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/server"
 )
@@ -41,25 +42,7 @@ type env struct {
 	fake   *fakeopenai.Server
 	engine *adapters.Engine
 	srv    *httptest.Server
-	logs   *syncBuffer
-}
-
-// syncBuffer is a log sink the server and the test may use at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs   *logbuf.Buffer
 }
 
 func newEnv(t *testing.T, o setup) *env {
@@ -76,7 +59,7 @@ func newEnv(t *testing.T, o setup) *env {
 	dir := t.TempDir()
 	// The engine and the server share one sink so tests can follow a
 	// request id from the access line into the run's own lines.
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", logs.String())

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/logbuf"
 )
 
 // hangGuard bounds every wait of the end-to-end tests. It is never a timing
@@ -144,25 +145,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for exec.Cmd's copying goroutine and
-// concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // initProject runs `ship init` in a new temp folder and returns the folder.
 func initProject(t *testing.T) string {
 	t.Helper()
@@ -206,7 +188,7 @@ type shipProc struct {
 	cmd            *exec.Cmd
 	url            string // http://127.0.0.1:<port>
 	client         *http.Client
-	stdout, stderr syncBuffer
+	stdout, stderr logbuf.Buffer
 	exited         chan struct{} // closed when the process has exited
 }
 
