@@ -17,6 +17,8 @@ type Ingress struct {
 	Store *chat.Store
 	Queue *QueryQueue
 	Log   zerolog.Logger
+
+	seen seenSet // see AcceptOnce
 }
 
 // Submission is one message handed to Accept.
@@ -71,15 +73,7 @@ func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
 			}
 		}
 	}
-	item := QueueItem{
-		ID:           s.ID,
-		ChatKey:      s.ChatKey,
-		Request:      requestOf(s.Channel, s.ChatKey, s.Message),
-		Instructions: s.Message.Text,
-		OnDone:       onDone,
-		OnStep:       s.OnStep,
-	}
-	t, err := in.Queue.Enqueue(item)
+	t, err := in.Queue.Enqueue(in.item(s, onDone))
 	if err != nil {
 		if pending != nil {
 			_ = pending.Wait() // the refusal below is fsynced anyway
@@ -94,6 +88,17 @@ func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
 		return Ticket{}, fmt.Errorf("queueing message: %w", err)
 	}
 	return t, nil
+}
+
+func (in *Ingress) item(s Submission, onDone func(Outcome)) QueueItem {
+	return QueueItem{
+		ID:           s.ID,
+		ChatKey:      s.ChatKey,
+		Request:      requestOf(s.Channel, s.ChatKey, s.Message),
+		Instructions: s.Message.Text,
+		OnDone:       onDone,
+		OnStep:       s.OnStep,
+	}
 }
 
 // Record logs a message as a user entry without queueing it: unaddressed

@@ -7,7 +7,9 @@ package server
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,11 +26,7 @@ const (
 )
 
 // AdapterStatus is one platform adapter as shown by GET /api/status.
-type AdapterStatus struct {
-	Name   string `json:"name"`
-	State  string `json:"state"`
-	Detail string `json:"detail,omitempty"`
-}
+type AdapterStatus = adapters.Status
 
 // Options configure a Server.
 type Options struct {
@@ -44,6 +42,11 @@ type Options struct {
 	Model string
 	// Adapters reports the platform adapters' state; may be nil.
 	Adapters func() []AdapterStatus
+	// Webhooks are platform webhook handlers by route pattern ("POST
+	// /webhook/telegram"). They sit outside /api: platforms cannot send the
+	// API token, so each handler checks its platform's own signature or
+	// secret.
+	Webhooks map[string]http.Handler
 	// MaxBodyBytes caps a request body; 0 → 1 MiB.
 	MaxBodyBytes int64
 	// MaxInstructionChars caps instructions in Unicode code points;
@@ -99,6 +102,12 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /api/status", s.handleStatus)
 	mux.HandleFunc("POST /api/execute", s.handleExecute)
+	for pattern, h := range opts.Webhooks {
+		if strings.HasPrefix(strings.TrimPrefix(pattern, "POST "), "/api/") {
+			return nil, fmt.Errorf("server: webhook route %q must not be under /api/", pattern)
+		}
+		mux.Handle(pattern, http.MaxBytesHandler(h, opts.MaxBodyBytes))
+	}
 
 	// Outermost first: every request gets an id and a log line, then panics
 	// are caught (so they are logged with that id), then auth, then routing.

@@ -121,9 +121,14 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	modelName := cfg.LLM.Provider + "/" + cfg.LLM.Model
+	platforms, webhooks, err := newAdapters(cfg, engine, modelName, log)
+	if err != nil {
+		_, _ = engine.Close(ctx)
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Engine: engine, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
-		Adapters: func() []server.AdapterStatus { return adapterStatus(cfg) }, Logger: log,
+		Adapters: func() []server.AdapterStatus { return adapterStatus(cfg, platforms) }, Webhooks: webhooks, Logger: log,
 	})
 	if err != nil {
 		_, _ = engine.Close(ctx)
@@ -142,8 +147,10 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 
 	log.Info().Str("model", modelName).Str("project", cfg.Dir).Msg("model ready")
 	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.Token != "").Msg("http api listening")
-	for _, a := range adapterStatus(cfg) {
-		log.Info().Str("channel", a.Name).Str("state", a.State).Msg(a.Detail)
+	adapterCtx, stopAdapters := context.WithCancel(context.Background())
+	adaptersDone := runAdapters(adapterCtx, platforms, log)
+	for _, a := range adapterStatus(cfg, platforms) {
+		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
 	printReady(cmd.OutOrStdout(), ln.Addr().String(), modelName, cfg.Dir, time.Since(started))
 
@@ -151,9 +158,15 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	case <-ctx.Done():
 		log.Info().Msg("shutting down: intake stopped, finishing the running message")
 	case err := <-serveErr:
+		stopAdapters()
+		<-adaptersDone
 		_, _ = engine.Close(context.Background())
 		return fmt.Errorf("http server stopped: %w", err)
 	}
+	// Platforms first: long polls and websockets end, so nothing new is
+	// taken while the running message finishes.
+	stopAdapters()
+	<-adaptersDone
 	return shutdown(httpSrv, engine, log)
 }
 
@@ -186,20 +199,24 @@ func printReady(w io.Writer, addr, model, dir string, took time.Duration) {
 	fmt.Fprintf(w, "Press Ctrl+C to stop.\n")
 }
 
-// adapterStatus reports each platform: the adapters themselves arrive with
-// their own issues, so an adapter with credentials says it is not built in
-// yet rather than pretending to run.
-func adapterStatus(cfg config.Config) []server.AdapterStatus {
+// adapterStatus reports the api channel and each platform: a running
+// adapter reports itself; one with credentials but not built yet says so
+// rather than pretending to run.
+func adapterStatus(cfg config.Config, running []adapters.Adapter) []server.AdapterStatus {
 	out := []server.AdapterStatus{{Name: chat.ChannelAPI, State: "running", Detail: "POST /api/execute"}}
+	have := map[string]bool{}
+	for _, a := range running {
+		out = append(out, a.Status())
+		have[a.Name()] = true
+	}
 	for _, a := range []struct {
 		name string
 		on   bool
 	}{
-		{chat.ChannelTelegram, cfg.Adapters.Telegram.On()},
 		{chat.ChannelFeishu, cfg.Adapters.Feishu.On()},
 		{chat.ChannelQQ, cfg.Adapters.QQ.On()},
 	} {
-		if a.on {
+		if a.on && !have[a.name] {
 			out = append(out, server.AdapterStatus{Name: a.name, State: "unavailable", Detail: "configured, but this build has no " + a.name + " adapter yet"})
 		}
 	}

@@ -111,6 +111,16 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 			break
 		}
 	}
+	// History starts after the last /clear: the user asked to forget it.
+	start := 0
+	for i := cut - 1; i >= 0; i-- {
+		if entries[i].Role == chat.RoleSystem && entries[i].Meta["event"] == chat.EventClear {
+			start = i + 1
+			break
+		}
+	}
+	entries = entries[start:]
+	cut -= start
 	// A message the queue refused is followed by a system entry with its
 	// id; it was never answered and is no part of the conversation.
 	refused := map[string]bool{}

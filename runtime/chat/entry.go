@@ -24,6 +24,10 @@ const (
 	ChannelScheduler = "scheduler"
 )
 
+// EventClear is meta.event of the system entry /clear leaves in a chat's log:
+// history rebuilt after a restart starts after the last one.
+const EventClear = "clear"
+
 // ChatLogEntryV1 is one line of a chat's JSONL log (seeds/002 §2.4). The JSON
 // names are a contract with every reader of .ship/chats: do not rename them.
 type ChatLogEntryV1 struct {

@@ -84,6 +84,24 @@ type TelegramConfig struct {
 	Enabled  *bool  `json:"enabled,omitempty"`
 	BotToken string `json:"botToken,omitempty"`
 	APIBase  string `json:"apiBase,omitempty"`
+	// Mode is "polling" (default: no public address needed) or "webhook".
+	Mode string `json:"mode,omitempty"`
+	// WebhookURL is the public https base URL Telegram posts to, e.g.
+	// https://bot.example.com (ship serves POST /webhook/telegram on it).
+	WebhookURL string `json:"webhookUrl,omitempty"`
+	// WebhookSecret is checked on every webhook request; empty means a new
+	// random one at each start (setWebhook tells Telegram).
+	WebhookSecret string `json:"webhookSecret,omitempty"`
+	// RequireMention (default true): in groups, answer only when mentioned,
+	// replied to, or sent a /command.
+	RequireMention *bool   `json:"requireMention,omitempty"`
+	AllowedChatIDs []int64 `json:"allowedChatIds,omitempty"`
+	AllowedUserIDs []int64 `json:"allowedUserIds,omitempty"`
+	// BusyNote (default true): tell a chat when its message waits in line.
+	BusyNote *bool `json:"busyNote,omitempty"`
+	// ParseMode is "" (plain text, default), "HTML", "MarkdownV2" or
+	// "Markdown"; a part Telegram cannot parse is resent as plain text.
+	ParseMode string `json:"parseMode,omitempty"`
 }
 
 // FeishuConfig is the Feishu/Lark adapter.
@@ -229,6 +247,9 @@ func applyEnv(cfg *Config, lookup LookupEnv) error {
 	str("SHIP_LOG_LEVEL", &cfg.Log.Level)
 	str("TELEGRAM_BOT_TOKEN", &cfg.Adapters.Telegram.BotToken)
 	str("TELEGRAM_API_BASE", &cfg.Adapters.Telegram.APIBase)
+	str("TELEGRAM_MODE", &cfg.Adapters.Telegram.Mode)
+	str("TELEGRAM_WEBHOOK_URL", &cfg.Adapters.Telegram.WebhookURL)
+	str("TELEGRAM_WEBHOOK_SECRET", &cfg.Adapters.Telegram.WebhookSecret)
 	str("FEISHU_APP_ID", &cfg.Adapters.Feishu.AppID)
 	str("FEISHU_APP_SECRET", &cfg.Adapters.Feishu.AppSecret)
 	str("FEISHU_DOMAIN", &cfg.Adapters.Feishu.Domain)
@@ -293,6 +314,20 @@ func (c *Config) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return fmt.Errorf("%w: SHIP_LOG_LEVEL %q must be debug, info, warn or error", ErrInvalid, c.Log.Level)
+	}
+	switch c.Adapters.Telegram.Mode {
+	case "", "polling":
+	case "webhook":
+		if c.Adapters.Telegram.On() && !strings.HasPrefix(c.Adapters.Telegram.WebhookURL, "https://") && !strings.HasPrefix(c.Adapters.Telegram.WebhookURL, "http://") {
+			return fmt.Errorf("%w: Telegram webhook mode needs TELEGRAM_WEBHOOK_URL (adapters.telegram.webhookUrl), the public https URL of this server", ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("%w: adapters.telegram.mode %q must be \"polling\" or \"webhook\"", ErrInvalid, c.Adapters.Telegram.Mode)
+	}
+	switch c.Adapters.Telegram.ParseMode {
+	case "", "HTML", "MarkdownV2", "Markdown":
+	default:
+		return fmt.Errorf("%w: adapters.telegram.parseMode %q must be HTML, MarkdownV2, Markdown or empty", ErrInvalid, c.Adapters.Telegram.ParseMode)
 	}
 	if c.Queue.Concurrency > 64 {
 		return fmt.Errorf("%w: queue.concurrency %d is above 64", ErrInvalid, c.Queue.Concurrency)

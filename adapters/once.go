@@ -1,0 +1,147 @@
+package adapters
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// ErrDuplicate is returned by AcceptOnce for a message that was already
+// accepted: platforms re-deliver (Telegram after a restart, Feishu when an
+// ack is slow, QQ on resume) and a user must never get two answers.
+var ErrDuplicate = errors.New("message already accepted")
+
+// seenMax bounds the in-memory set of recently accepted messages; older
+// ones are still recognised through the ChatStore.
+const seenMax = 50_000
+
+// historyCheck is how far back in a chat's log AcceptOnce looks for a
+// message it no longer remembers. Re-deliveries concern recent messages.
+const historyCheck = 200
+
+type seenSet struct {
+	mu  sync.Mutex
+	m   map[string]*list.Element
+	lru *list.List
+}
+
+func (s *seenSet) add(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m, s.lru = make(map[string]*list.Element), list.New()
+	}
+	if _, ok := s.m[key]; ok {
+		return false
+	}
+	s.m[key] = s.lru.PushFront(key)
+	if s.lru.Len() > seenMax {
+		delete(s.m, s.lru.Remove(s.lru.Back()).(string))
+	}
+	return true
+}
+
+func (s *seenSet) remove(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.m[key]; ok {
+		s.lru.Remove(el)
+		delete(s.m, key)
+	}
+}
+
+// AcceptOnce is Accept for platform messages that may be delivered more than
+// once. A message id seen before — in this process, or in the chat's log
+// from an earlier one — is not accepted again (ErrDuplicate). One exception
+// keeps a crash from losing a message: if the log has it but no reply to
+// it, the earlier process died before answering, so it is queued again
+// (without logging it twice).
+func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error) {
+	id := s.Message.MessageID
+	if id == "" {
+		return in.Accept(ctx, s)
+	}
+	key := s.ChatKey + "\x00" + id
+	if !in.seen.add(key) {
+		return Ticket{}, ErrDuplicate
+	}
+	state, err := in.logState(ctx, s.ChatKey, id)
+	if err != nil {
+		in.seen.remove(key)
+		return Ticket{}, err
+	}
+	var t Ticket
+	switch state {
+	case stateAnswered:
+		return Ticket{}, ErrDuplicate
+	case stateUnanswered:
+		in.Log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
+			Msg("re-delivered message was logged but never answered (crash?): running it now")
+		t, err = in.Queue.Enqueue(in.item(s, s.OnDone))
+		if err != nil {
+			err = fmt.Errorf("queueing message: %w", err)
+		}
+	default:
+		t, err = in.Accept(ctx, s)
+	}
+	if err != nil {
+		in.seen.remove(key)
+	}
+	return t, err
+}
+
+type logState int
+
+const (
+	stateNew logState = iota
+	stateUnanswered
+	stateAnswered
+)
+
+// logState looks for message id in the recent log of chatKey.
+func (in *Ingress) logState(ctx context.Context, chatKey, id string) (logState, error) {
+	entries, err := in.Store.Recent(ctx, chatKey, historyCheck)
+	if err != nil {
+		return stateNew, fmt.Errorf("checking for a re-delivered message: %w", err)
+	}
+	state := stateNew
+	for _, e := range entries {
+		switch {
+		case e.Role == chat.RoleUser && e.MessageID == id:
+			state = stateUnanswered
+		case state == stateUnanswered && e.Role == chat.RoleAssistant && e.Meta["replyTo"] == id:
+			return stateAnswered, nil
+		case state == stateUnanswered && e.Role == chat.RoleSystem && e.MessageID == id:
+			// Refused (queue full) or otherwise settled: do not run it now.
+			return stateAnswered, nil
+		}
+	}
+	return state, nil
+}
+
+// RecordOnce is Record for platform messages that may be delivered more than
+// once: a message already in the chat's log is not logged again.
+func (in *Ingress) RecordOnce(ctx context.Context, channel, chatKey string, m IncomingChatMessage, meta map[string]any) error {
+	if m.MessageID == "" {
+		return in.Record(ctx, channel, chatKey, m, meta)
+	}
+	key := chatKey + "\x00" + m.MessageID
+	if !in.seen.add(key) {
+		return ErrDuplicate
+	}
+	state, err := in.logState(ctx, chatKey, m.MessageID)
+	if err == nil && state != stateNew {
+		return ErrDuplicate
+	}
+	if err == nil {
+		err = in.Record(ctx, channel, chatKey, m, meta)
+	}
+	if err != nil {
+		in.seen.remove(key)
+	}
+	return err
+}

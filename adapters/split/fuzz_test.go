@@ -1,0 +1,49 @@
+package split
+
+import (
+	"fmt"
+	"os"
+	"time"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func FuzzSplit(f *testing.F) {
+	seeds := []string{
+		"",
+		"hello",
+		paragraphs(3, 60),
+		"intro\n\n```go\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n```\n\nafter the code " + strings.Repeat("word ", 8),
+		"~~~\n" + strings.Repeat("tilde block line\n", 4) + "~~~",
+		"```python\n" + strings.Repeat("print('unclosed')\n", 3),
+		strings.Repeat("中文没有空格的长句子。", 8),
+		strings.Repeat("👨‍👩‍👧‍👦👍🏽❤️", 5),
+		strings.Repeat("e\u0301a\u0300", 30),
+		strings.Repeat("line one\r\n\r\nline two\r\n", 3),
+		strings.Repeat("\tcol\tcol\tcol\n", 6),
+		strings.Repeat("`", 40),
+		"```\n```\n```\n" + strings.Repeat("x", 110) + "\n```",
+		strings.Repeat(" ", 110) + "x",
+		strings.Repeat("a ``` b ~~~ ", 10),
+		"   ```   \n" + strings.Repeat("y ", 20) + "\n````\n",
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		st := time.Now()
+		defer func() {
+			if d := time.Since(st); d > 50*time.Millisecond {
+				os.WriteFile(fmt.Sprintf("/tmp/slowin/%d-%d", len(text), d.Milliseconds()), []byte(text), 0o644)
+			}
+		}()
+		for _, limit := range []int{32, 100, 4096} {
+			parts := Split(text, limit)
+			checkParts(t, text, limit, parts)
+			if again := Split(text, limit); !slices.Equal(parts, again) {
+				t.Fatalf("limit %d: not deterministic", limit)
+			}
+		}
+	})
+}

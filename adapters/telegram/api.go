@@ -1,0 +1,168 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// DefaultAPIBase is the official Bot API server.
+const DefaultAPIBase = "https://api.telegram.org"
+
+// api calls the Bot API through tgbotapi. tgbotapi's MakeRequest takes no
+// context, so each call gets a BotAPI value whose HTTP transport carries
+// the call's context: a shutdown then cancels a held getUpdates at once.
+type api struct {
+	token string
+	base  string // without trailing slash
+	http  *http.Client
+}
+
+type ctxTransport struct {
+	ctx  context.Context
+	base http.RoundTripper
+}
+
+func (t ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.base.RoundTrip(r.WithContext(t.ctx))
+}
+
+func (a *api) bot(ctx context.Context) *tgbotapi.BotAPI {
+	rt := a.http.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	b := &tgbotapi.BotAPI{
+		Token:  a.token,
+		Buffer: 100,
+		Client: &http.Client{Transport: ctxTransport{ctx: ctx, base: rt}, Timeout: a.http.Timeout},
+	}
+	b.SetAPIEndpoint(a.base + "/bot%s/%s")
+	return b
+}
+
+// call runs one Bot API method. Errors never contain the bot token: the
+// http client's errors quote the URL, which carries it.
+func (a *api) call(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
+	resp, err := a.bot(ctx).MakeRequest(method, params)
+	if err != nil {
+		return nil, a.redact(fmt.Errorf("telegram %s: %w", method, err))
+	}
+	return resp.Result, nil
+}
+
+// redact replaces the token in err's text while keeping errors.As working
+// for the *tgbotapi.Error inside.
+func (a *api) redact(err error) error {
+	if err == nil || a.token == "" || !strings.Contains(err.Error(), a.token) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), a.token, "<bot-token>"), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+// Unwrap gives errors.As the API error; its Message comes from Telegram's
+// JSON and never holds the token.
+func (e *redactedError) Unwrap() error {
+	var te *tgbotapi.Error
+	if errors.As(e.err, &te) {
+		return te
+	}
+	var ctxErr error
+	switch {
+	case errors.Is(e.err, context.Canceled):
+		ctxErr = context.Canceled
+	case errors.Is(e.err, context.DeadlineExceeded):
+		ctxErr = context.DeadlineExceeded
+	}
+	return ctxErr
+}
+
+func (a *api) getMe(ctx context.Context) (tgbotapi.User, error) {
+	raw, err := a.call(ctx, "getMe", nil)
+	if err != nil {
+		return tgbotapi.User{}, err
+	}
+	var u tgbotapi.User
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return tgbotapi.User{}, fmt.Errorf("telegram getMe: decoding: %w", err)
+	}
+	return u, nil
+}
+
+// download fetches a file by file_id into dst (creating folders), refusing
+// anything over maxBytes. File URLs carry the token: errors are redacted.
+func (a *api) download(ctx context.Context, fileID, dst string, maxBytes int64) (int64, error) {
+	raw, err := a.call(ctx, "getFile", tgbotapi.Params{"file_id": fileID})
+	if err != nil {
+		return 0, err
+	}
+	var f tgbotapi.File
+	if err := json.Unmarshal(raw, &f); err != nil || f.FilePath == "" {
+		return 0, fmt.Errorf("telegram getFile: no file_path for %s", fileID)
+	}
+	if int64(f.FileSize) > maxBytes {
+		return 0, fmt.Errorf("telegram file is %d bytes, over the %d limit", f.FileSize, maxBytes)
+	}
+	// tgbotapi builds download URLs from a constant host: build it from
+	// the configured base so a self-hosted Bot API server works.
+	u := a.base + "/file/bot" + a.token + "/" + strings.TrimPrefix(f.FilePath, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("telegram download: status %d", resp.StatusCode)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return 0, fmt.Errorf("telegram download: %w", err)
+	}
+	tmp := dst + ".part"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("telegram download: %w", err)
+	}
+	n, err := io.Copy(out, io.LimitReader(resp.Body, maxBytes+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > maxBytes {
+		err = fmt.Errorf("file over the %d byte limit", maxBytes)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return 0, fmt.Errorf("telegram download: %w", err)
+	}
+	return n, nil
+}
+
+// apiError returns the Bot API error inside err, if any.
+func apiError(err error) (*tgbotapi.Error, bool) {
+	var te *tgbotapi.Error
+	if errors.As(err, &te) {
+		return te, true
+	}
+	return nil, false
+}

@@ -1,0 +1,157 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// allowedUpdates are the update kinds ship asks for.
+const allowedUpdates = `["message","edited_message"]`
+
+// poll runs the long-polling loop until ctx ends. The offset is saved only
+// after every update of a batch is in the ChatStore, so a crash re-delivers
+// at most that batch, and AcceptOnce recognises what it had already taken.
+func (a *Adapter) poll(ctx context.Context) error {
+	if _, err := a.api.call(ctx, "deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
+		a.log.Warn().Err(err).Msg("telegram deleteWebhook failed; getUpdates may be refused while a webhook is set")
+	}
+	offset, err := a.loadOffset()
+	if err != nil {
+		a.log.Warn().Err(err).Msg("telegram offset unreadable; starting from what Telegram still holds")
+	}
+	bot, _ := a.identity()
+	a.status.Set(chat.ChannelTelegram, "running", "long polling as @"+bot.Username)
+	a.log.Info().Int64("offset", offset).Msg("telegram long polling started")
+	failures := 0
+	for ctx.Err() == nil {
+		raw, err := a.api.call(ctx, "getUpdates", tgbotapi.Params{
+			"offset":          strconv.FormatInt(offset, 10),
+			"timeout":         strconv.Itoa(int(a.opts.PollTimeout.Seconds())),
+			"allowed_updates": allowedUpdates,
+		})
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			failures++
+			if te, ok := apiError(err); ok && te.Code == http.StatusConflict {
+				a.log.Error().Str("description", te.Message).Msg("telegram: another instance polls with this token, or a webhook is set")
+			} else {
+				a.log.Warn().Err(err).Msg("telegram getUpdates failed; retrying")
+			}
+			a.status.Set(chat.ChannelTelegram, "reconnecting", err.Error())
+			if !sleepCtx(ctx, backoff(failures-1)) {
+				break
+			}
+			continue
+		}
+		if failures > 0 {
+			failures = 0
+			a.status.Set(chat.ChannelTelegram, "running", "long polling as @"+bot.Username)
+		}
+		next, err := a.handleBatch(ctx, raw, offset)
+		if next != offset {
+			offset = next
+			if serr := a.saveOffset(offset); serr != nil {
+				a.log.Error().Err(serr).Msg("saving telegram offset; duplicates after a restart will be skipped by message id")
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			// The update could not be recorded: do not confirm it, so
+			// Telegram sends it again.
+			a.log.Error().Err(err).Msg("recording a telegram update failed; it will be fetched again")
+			if !sleepCtx(ctx, backoff(0)) {
+				break
+			}
+		}
+	}
+	a.status.Set(chat.ChannelTelegram, "stopped", "")
+	a.log.Info().Msg("telegram long polling stopped")
+	return nil
+}
+
+// handleBatch handles updates in order and returns the offset that confirms
+// every update handled; it stops at the first that could not be recorded.
+func (a *Adapter) handleBatch(ctx context.Context, raw json.RawMessage, offset int64) (int64, error) {
+	var batch []json.RawMessage
+	if err := json.Unmarshal(raw, &batch); err != nil {
+		return offset, fmt.Errorf("decoding getUpdates: %w", err)
+	}
+	for _, item := range batch {
+		var id struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if err := json.Unmarshal(item, &id); err != nil {
+			continue
+		}
+		if err := a.handleUpdate(ctx, item); err != nil {
+			return offset, err
+		}
+		offset = id.UpdateID + 1
+	}
+	return offset, nil
+}
+
+type offsetFile struct {
+	Offset int64 `json:"offset"`
+}
+
+func (a *Adapter) offsetPath() string { return filepath.Join(a.opts.CacheDir, "offset.json") }
+
+func (a *Adapter) loadOffset() (int64, error) {
+	if a.opts.CacheDir == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(a.offsetPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading telegram offset: %w", err)
+	}
+	var f offsetFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return 0, fmt.Errorf("reading telegram offset: %w", err)
+	}
+	return f.Offset, nil
+}
+
+// saveOffset replaces the offset file atomically (write, fsync, rename).
+func (a *Adapter) saveOffset(offset int64) error {
+	if a.opts.CacheDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(a.opts.CacheDir, 0o700); err != nil {
+		return fmt.Errorf("saving telegram offset: %w", err)
+	}
+	b, _ := json.Marshal(offsetFile{Offset: offset})
+	tmp := a.offsetPath() + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("saving telegram offset: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, a.offsetPath())
+	}
+	if err != nil {
+		return fmt.Errorf("saving telegram offset: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/shipmyagent/ship/adapters/split"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// MaxMessageChars is Telegram's limit on one message, in characters.
+const MaxMessageChars = 4096
+
+// Limits pace outgoing messages as Telegram asks bots to: about one message
+// per second in a chat, 20 per minute in a group, 30 per second overall.
+// Sends wait for their turn; nothing is dropped.
+type Limits struct {
+	PerChat  rate.Limit // 0 → 1/s
+	PerGroup rate.Limit // 0 → 20/min
+	Global   rate.Limit // 0 → 30/s
+	// Burst lets a short multi-part reply go out without waiting a second
+	// between parts. 0 → 3.
+	Burst int
+	// MaxAttempts per part for 429, 5xx and network errors. 0 → 5.
+	MaxAttempts int
+	// RetryBase is the first backoff after a 5xx or network error. 0 → 1 s.
+	RetryBase time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.PerChat == 0 {
+		l.PerChat = 1
+	}
+	if l.PerGroup == 0 {
+		l.PerGroup = rate.Every(3 * time.Second)
+	}
+	if l.Global == 0 {
+		l.Global = 30
+	}
+	if l.Burst == 0 {
+		l.Burst = 3
+	}
+	if l.MaxAttempts == 0 {
+		l.MaxAttempts = 5
+	}
+	if l.RetryBase == 0 {
+		l.RetryBase = time.Second
+	}
+	return l
+}
+
+// sender delivers text to chats, split, paced and retried.
+type sender struct {
+	api       *api
+	limits    Limits
+	parseMode string
+	log       zerolog.Logger
+	global    *rate.Limiter
+
+	mu     sync.Mutex
+	chats  map[int64]*chatPace
+	newIDs map[int64]int64 // migrated group → supergroup
+}
+
+// chatPace is one chat's limiter and its 429 pause.
+type chatPace struct {
+	lim   *rate.Limiter
+	until time.Time // nothing is sent to the chat before this (retry_after)
+	used  time.Time
+}
+
+func newSender(a *api, l Limits, parseMode string, log zerolog.Logger) *sender {
+	l = l.withDefaults()
+	return &sender{
+		api: a, limits: l, parseMode: parseMode, log: log,
+		global: rate.NewLimiter(l.Global, int(min(max(1, l.Global), 100))),
+		chats:  make(map[int64]*chatPace), newIDs: make(map[int64]int64),
+	}
+}
+
+// sendText is the telegram channel's dispatcher.
+func (a *Adapter) sendText(ctx context.Context, req chat.RequestContext, text string) error {
+	chatID, threadID, replyTo, err := replyTarget(req)
+	if err != nil {
+		return err
+	}
+	group := req.ChatType == "group" || req.ChatType == "supergroup"
+	for i, part := range split.Split(text, MaxMessageChars) {
+		if err := a.sender.send(ctx, chatID, threadID, replyTo, group, part); err != nil {
+			if i > 0 {
+				return fmt.Errorf("part %d of the reply: %w", i+1, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sender) pace(chatID int64, group bool) *chatPace {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.chats[chatID]
+	if p == nil {
+		limit := s.limits.PerChat
+		if group && s.limits.PerGroup < limit {
+			limit = s.limits.PerGroup
+		}
+		p = &chatPace{lim: rate.NewLimiter(limit, s.limits.Burst)}
+		s.chats[chatID] = p
+		s.pruneLocked()
+	}
+	p.used = time.Now()
+	return p
+}
+
+// pruneLocked drops chats idle for ten minutes so the map stays small.
+func (s *sender) pruneLocked() {
+	if len(s.chats) < 5_000 {
+		return
+	}
+	for id, p := range s.chats {
+		if time.Since(p.used) > 10*time.Minute && time.Now().After(p.until) {
+			delete(s.chats, id)
+		}
+	}
+}
+
+// wait blocks until the chat may get a message: its 429 pause is over and
+// the rate limiters allow it.
+func (s *sender) wait(ctx context.Context, chatID int64, group bool) error {
+	p := s.pace(chatID, group)
+	s.mu.Lock()
+	until := p.until
+	s.mu.Unlock()
+	if d := time.Until(until); d > 0 && !sleepCtx(ctx, d) {
+		return ctx.Err()
+	}
+	if err := p.lim.Wait(ctx); err != nil {
+		return err
+	}
+	return s.global.Wait(ctx)
+}
+
+func (s *sender) pauseChat(chatID int64, d time.Duration) {
+	p := s.pace(chatID, false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := time.Now().Add(d); t.After(p.until) {
+		p.until = t
+	}
+}
+
+// send delivers one part. It returns an error only when Telegram will not
+// take it: a bad request, the bot blocked or removed, or retries used up.
+func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, group bool, text string) error {
+	s.mu.Lock()
+	if id, ok := s.newIDs[chatID]; ok {
+		chatID = id
+	}
+	s.mu.Unlock()
+	parseMode := s.parseMode
+	for attempt := 1; ; attempt++ {
+		if err := s.wait(ctx, chatID, group); err != nil {
+			return fmt.Errorf("telegram send: %w", err)
+		}
+		p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "text": text}
+		if threadID != 0 {
+			p["message_thread_id"] = strconv.FormatInt(threadID, 10)
+		}
+		if replyTo != 0 {
+			p["reply_to_message_id"] = strconv.FormatInt(replyTo, 10)
+			p["allow_sending_without_reply"] = "true"
+		}
+		if parseMode != "" {
+			p["parse_mode"] = parseMode
+		}
+		_, err := s.api.call(ctx, "sendMessage", p)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("telegram send: %w", ctx.Err())
+		}
+		te, isAPI := apiError(err)
+		switch {
+		case isAPI && te.Code == http.StatusTooManyRequests:
+			wait := time.Duration(max(te.RetryAfter, 1)) * time.Second
+			s.pauseChat(chatID, wait)
+			s.log.Warn().Int64("chatId", chatID).Dur("retryAfter", wait).Msg("telegram flood control: pausing this chat")
+		case isAPI && te.MigrateToChatID != 0:
+			s.log.Info().Int64("chatId", chatID).Int64("newChatId", te.MigrateToChatID).Msg("group migrated to a supergroup; sending there")
+			s.mu.Lock()
+			s.newIDs[chatID] = te.MigrateToChatID
+			s.mu.Unlock()
+			chatID = te.MigrateToChatID
+		case isAPI && te.Code == http.StatusBadRequest && parseMode != "" && strings.Contains(te.Message, "can't parse entities"):
+			// Formatting must never cost a reply: send it as plain text.
+			s.log.Warn().Int64("chatId", chatID).Str("parseMode", parseMode).Msg("telegram refused the formatting; resending as plain text")
+			parseMode = ""
+		case isAPI && te.Code == http.StatusBadRequest && threadID != 0 && strings.Contains(te.Message, "thread not found"):
+			s.log.Warn().Int64("chatId", chatID).Int64("threadId", threadID).Msg("topic gone; sending to the chat itself")
+			threadID = 0
+		case isAPI && te.Code < 500:
+			// 400, 403 (blocked, kicked): retrying cannot help.
+			s.log.Error().Int64("chatId", chatID).Int("code", te.Code).Str("description", te.Message).Msg("telegram refused the message")
+			return fmt.Errorf("telegram refused the message (%d): %s", te.Code, te.Message)
+		default: // 5xx, network
+			if attempt >= s.limits.MaxAttempts {
+				return fmt.Errorf("telegram send failed after %d attempts: %w", attempt, err)
+			}
+			wait := jitter(s.limits.RetryBase << (attempt - 1))
+			s.log.Warn().Err(err).Int64("chatId", chatID).Dur("wait", wait).Msg("telegram send failed; retrying")
+			if !sleepCtx(ctx, wait) {
+				return fmt.Errorf("telegram send: %w", ctx.Err())
+			}
+			continue
+		}
+		if attempt >= s.limits.MaxAttempts+2 {
+			return fmt.Errorf("telegram send gave up after %d attempts: %w", attempt, err)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+// Package telegram connects ship to Telegram through the Bot API: private
+// chats, groups and forum topics, by long polling or webhook. It uses
+// github.com/go-telegram-bot-api/telegram-bot-api/v5, calling raw methods
+// where that library lacks forum-topic fields.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Modes of receiving updates.
+const (
+	ModePolling = "polling"
+	ModeWebhook = "webhook"
+)
+
+// WebhookPath is where ship's HTTP server takes Telegram's webhook calls.
+const WebhookPath = "/webhook/telegram"
+
+// Options configure the adapter.
+type Options struct {
+	Token   string
+	APIBase string // "" → DefaultAPIBase
+	Mode    string // "" → ModePolling
+	// WebhookURL is the public base URL (webhook mode); WebhookPath is
+	// appended. WebhookSecret "" → a random secret per start.
+	WebhookURL    string
+	WebhookSecret string
+	// RequireMention: in groups answer only when addressed.
+	RequireMention bool
+	AllowedChatIDs []int64
+	AllowedUserIDs []int64
+	BusyNote       bool
+	// BusyAfter is how long a message must have waited before the busy
+	// note goes out, so short waits stay quiet. 0 → 3 s.
+	BusyAfter time.Duration
+	ParseMode string
+	// CacheDir keeps the update offset and downloads (.ship/.cache/telegram).
+	CacheDir    string
+	PollTimeout time.Duration // 0 → 25 s
+	Limits      Limits
+	Engine      *adapters.Engine
+	Commands    *adapters.Commands
+	// HTTPClient for Bot API calls; nil → a client with a 75 s timeout
+	// (longer than a long poll).
+	HTTPClient *http.Client
+	Logger     zerolog.Logger
+}
+
+// Adapter is the Telegram connection.
+type Adapter struct {
+	opts   Options
+	api    *api
+	log    zerolog.Logger
+	status adapters.StatusBox
+	busy   adapters.BusyNotes
+	sender *sender
+	allowC map[int64]bool
+	allowU map[int64]bool
+
+	mu    sync.RWMutex
+	bot   me   // set once getMe answered
+	ready bool // bot is set
+}
+
+// New checks the options and registers the adapter's dispatcher for the
+// telegram channel. Nothing is sent over the network until Run.
+func New(opts Options) (*Adapter, error) {
+	if opts.Token == "" {
+		return nil, errors.New("telegram: no bot token: set TELEGRAM_BOT_TOKEN")
+	}
+	if opts.Engine == nil || opts.Commands == nil {
+		return nil, errors.New("telegram: Engine and Commands are required")
+	}
+	if opts.APIBase == "" {
+		opts.APIBase = DefaultAPIBase
+	}
+	opts.APIBase = strings.TrimRight(opts.APIBase, "/")
+	if opts.Mode == "" {
+		opts.Mode = ModePolling
+	}
+	if opts.Mode != ModePolling && opts.Mode != ModeWebhook {
+		return nil, fmt.Errorf("telegram: mode %q must be polling or webhook", opts.Mode)
+	}
+	if opts.Mode == ModeWebhook && opts.WebhookURL == "" {
+		return nil, errors.New("telegram: webhook mode needs TELEGRAM_WEBHOOK_URL")
+	}
+	if opts.WebhookSecret == "" {
+		opts.WebhookSecret = randomSecret()
+	}
+	if opts.BusyAfter <= 0 {
+		opts.BusyAfter = 3 * time.Second
+	}
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 25 * time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: opts.PollTimeout + 50*time.Second}
+	}
+	a := &Adapter{
+		opts:   opts,
+		api:    &api{token: opts.Token, base: opts.APIBase, http: opts.HTTPClient},
+		log:    opts.Logger.With().Str("channel", chat.ChannelTelegram).Logger(),
+		allowC: set(opts.AllowedChatIDs),
+		allowU: set(opts.AllowedUserIDs),
+	}
+	a.sender = newSender(a.api, opts.Limits, opts.ParseMode, a.log)
+	a.status.Set(chat.ChannelTelegram, "starting", "")
+	opts.Engine.Registry.Register(chat.ChannelTelegram, chat.DispatcherFunc(a.sendText))
+	return a, nil
+}
+
+// Name is the channel name.
+func (a *Adapter) Name() string { return chat.ChannelTelegram }
+
+// Status reports the adapter's state.
+func (a *Adapter) Status() adapters.Status { return a.status.Get() }
+
+// Run learns the bot's identity, then receives updates until ctx ends.
+func (a *Adapter) Run(ctx context.Context) error {
+	bot, err := a.identify(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.status.Set(chat.ChannelTelegram, "failed", err.Error())
+		return err
+	}
+	a.mu.Lock()
+	a.bot, a.ready = bot, true
+	a.mu.Unlock()
+	if a.opts.Mode == ModeWebhook {
+		return a.runWebhook(ctx)
+	}
+	return a.poll(ctx)
+}
+
+// identify calls getMe, retrying network trouble; a rejected token is final.
+func (a *Adapter) identify(ctx context.Context) (me, error) {
+	for attempt := 0; ; attempt++ {
+		u, err := a.api.getMe(ctx)
+		if err == nil {
+			a.log.Info().Str("bot", "@"+u.UserName).Int64("botId", u.ID).Msg("telegram bot identified")
+			return newMe(u.ID, u.UserName), nil
+		}
+		if te, ok := apiError(err); ok && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
+			return me{}, fmt.Errorf("telegram rejected the bot token (%d %s): check TELEGRAM_BOT_TOKEN", te.Code, te.Message)
+		}
+		a.status.Set(chat.ChannelTelegram, "reconnecting", err.Error())
+		a.log.Warn().Err(err).Msg("telegram getMe failed; retrying")
+		if !sleepCtx(ctx, backoff(attempt)) {
+			return me{}, ctx.Err()
+		}
+	}
+}
+
+func (a *Adapter) identity() (me, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.bot, a.ready
+}
+
+func set(ids []int64) map[int64]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}

@@ -1,0 +1,349 @@
+// Package faketelegram is a loopback fake of the Telegram Bot API.
+//
+// It serves /bot<token>/<method> and /file/bot<token>/<path> on 127.0.0.1
+// with the wire shapes of the real server (form, multipart, query or JSON
+// parameters; {"ok":true,"result":...} or {"ok":false,"error_code":...,
+// "description":...,"parameters":{...}}), so that an unmodified client such
+// as go-telegram-bot-api can be pointed at it with
+// NewBotAPIWithClient(token, s.URL()+"/bot%s/%s", client).
+//
+// Tests play the users with Push (or the builders PrivateText, GroupText,
+// TopicText) and read what the bot did with Sent and WaitSent. getUpdates
+// long-polls like the real server: it holds an empty request for up to
+// timeout seconds and answers as soon as an update is pushed.
+//
+// The package does not import "testing": it serves tests and load programs
+// alike. All methods are safe for concurrent use.
+package faketelegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by WaitSent, WaitPolling and DeliverWebhook once the
+// server is closed.
+var ErrClosed = errors.New("faketelegram: server closed")
+
+// Options configures Start.
+type Options struct {
+	// Token is the bot token; required. Requests with any other token get
+	// HTTP 401 {"ok":false,"error_code":401,"description":"Unauthorized"}.
+	Token string
+	// BotID is the bot's user id (default 1000).
+	BotID int64
+	// BotUsername is the bot's username without "@" (default "ship_test_bot").
+	BotUsername string
+}
+
+// Update is the raw JSON object of one Telegram Update, so that tests can
+// send any shape. Push fills "update_id" when it is missing or zero.
+type Update = map[string]any
+
+// Sent records one successful sendMessage, sendPhoto or sendDocument call.
+type Sent struct {
+	Method    string            // "sendMessage", "sendPhoto" or "sendDocument"
+	ChatID    int64             // the resolved chat_id
+	ThreadID  int64             // message_thread_id, 0 when absent
+	ReplyTo   int64             // reply_parameters.message_id or reply_to_message_id, 0 when absent
+	Text      string            // text (or caption) exactly as sent, markup included
+	ParseMode string            // parse_mode as sent
+	MessageID int64             // the message_id the fake assigned
+	Params    map[string]string // every parameter as received (do not modify)
+	At        time.Time         // when the call was answered
+}
+
+// Failure is an error answer injected with FailNext.
+type Failure struct {
+	Status          int    // HTTP status; default ErrorCode
+	ErrorCode       int    // error_code; default Status, else 429 with RetryAfter, 400 with MigrateToChatID, else 500
+	Description     string // description; default a text like the real server's for ErrorCode
+	RetryAfter      int    // parameters.retry_after when > 0
+	MigrateToChatID int64  // parameters.migrate_to_chat_id when != 0
+}
+
+// Server is a running fake Bot API server.
+type Server struct {
+	opts      Options
+	ln        net.Listener
+	srv       *http.Server
+	client    *http.Client // for DeliverWebhook
+	served    chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu     sync.Mutex
+	idle   *sync.Cond // signalled when active drops to zero
+	active int        // requests being answered
+	closed bool
+
+	nextUpdate int64
+	queue      []queued
+	allowed    map[string]bool // nil: the default set
+	updatesCh  chan struct{}   // closed and replaced when the queue or webhook changes
+	poller     *poller         // the getUpdates request being answered, if any
+	holding    int             // getUpdates requests held waiting
+	holdCh     chan struct{}   // closed and replaced when a request starts holding
+
+	chats  map[int64]*chatState
+	sent   []Sent
+	sentCh chan struct{} // closed and replaced when a Sent is recorded
+	calls  map[string]int
+	fails  map[string][]Failure
+
+	hookURL, hookSecret string
+	hookAllowed         []string
+
+	files   map[string]*fileEntry // by file_id
+	byPath  map[string]*fileEntry // by file_path
+	fileSeq int64
+}
+
+// Start starts a fake on 127.0.0.1 on a free port.
+func Start(opts Options) (*Server, error) {
+	if opts.Token == "" {
+		return nil, errors.New("faketelegram: Options.Token is required")
+	}
+	if opts.BotID == 0 {
+		opts.BotID = 1000
+	}
+	if opts.BotUsername == "" {
+		opts.BotUsername = "ship_test_bot"
+	}
+	opts.BotUsername = strings.TrimPrefix(opts.BotUsername, "@")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faketelegram: listen: %w", err)
+	}
+	s := &Server{
+		opts: opts, ln: ln,
+		client:     &http.Client{Transport: &http.Transport{}},
+		served:     make(chan struct{}),
+		done:       make(chan struct{}),
+		nextUpdate: 1,
+		updatesCh:  make(chan struct{}),
+		holdCh:     make(chan struct{}),
+		chats:      map[int64]*chatState{},
+		sentCh:     make(chan struct{}),
+		calls:      map[string]int{},
+		fails:      map[string][]Failure{},
+		files:      map[string]*fileEntry{},
+		byPath:     map[string]*fileEntry{},
+	}
+	s.idle = sync.NewCond(&s.mu)
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln) // http.ErrServerClosed after Close
+	}()
+	return s, nil
+}
+
+// URL returns the server root, "http://127.0.0.1:PORT". A client uses
+// URL()+"/bot%s/%s" as its API endpoint and URL()+"/file/bot%s/%s" for
+// downloads.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Close stops the server: held getUpdates requests are released, open
+// connections are closed (idle ones included) and Close returns once no
+// request is being answered. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.done)
+		s.mu.Unlock()
+		_ = s.srv.Close()
+		<-s.served
+		s.client.CloseIdleConnections()
+		s.mu.Lock()
+		for s.active > 0 {
+			s.idle.Wait()
+		}
+		s.mu.Unlock()
+	})
+}
+
+// Mention returns "@" + the bot's username.
+func (s *Server) Mention() string { return "@" + s.opts.BotUsername }
+
+// Sent returns a copy of every recorded send, oldest first.
+func (s *Server) Sent() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sent)
+}
+
+// WaitSent returns once at least n sends are recorded. On ctx expiry (or
+// Close) it returns what is recorded so far with ctx.Err() (or ErrClosed).
+func (s *Server) WaitSent(ctx context.Context, n int) ([]Sent, error) {
+	for {
+		s.mu.Lock()
+		if len(s.sent) >= n {
+			out := slices.Clone(s.sent)
+			s.mu.Unlock()
+			return out, nil
+		}
+		ch := s.sentCh
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return s.Sent(), ctx.Err()
+		case <-s.done:
+			return s.Sent(), ErrClosed
+		}
+	}
+}
+
+// WaitPolling returns once a getUpdates request is being held (waiting for
+// updates), which tells a test that the client is long-polling.
+func (s *Server) WaitPolling(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		if s.holding > 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.holdCh
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return ErrClosed
+		}
+	}
+}
+
+// Calls reports how many times method (case-insensitive) was requested,
+// whatever the outcome (injected failures and wrong tokens included).
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[strings.ToLower(method)]
+}
+
+// FailNext makes the next n calls of method (case-insensitive) fail with f.
+// Injected failures are answered before anything else is checked.
+func (s *Server) FailNext(method string, n int, f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := strings.ToLower(method)
+	for range n {
+		s.fails[key] = append(s.fails[key], f)
+	}
+}
+
+// Webhook returns the url and secret_token that setWebhook last set; both
+// are "" when no webhook is set.
+func (s *Server) Webhook() (url, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hookURL, s.hookSecret
+}
+
+// DeliverWebhook POSTs u as JSON to the webhook URL set by setWebhook, with
+// the header X-Telegram-Bot-Api-Secret-Token when a secret is set, and
+// returns the HTTP status. update_id is assigned as by Push; the update is
+// not queued for getUpdates.
+func (s *Server) DeliverWebhook(ctx context.Context, u Update) (int, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
+	url, secret := s.hookURL, s.hookSecret
+	if url == "" {
+		s.mu.Unlock()
+		return 0, errors.New("faketelegram: DeliverWebhook: no webhook is set")
+	}
+	raw := s.admitLocked(u).raw
+	s.mu.Unlock()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(raw)))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+type fileEntry struct {
+	id, unique, path string
+	content          []byte
+}
+
+// AddFile registers a file: getFile with fileID answers file_path, and
+// GET /file/bot<token>/<filePath> serves content.
+func (s *Server) AddFile(fileID, filePath string, content []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addFileLocked(fileID, filePath, content)
+}
+
+func (s *Server) addFileLocked(fileID, filePath string, content []byte) *fileEntry {
+	if old := s.files[fileID]; old != nil {
+		delete(s.byPath, old.path)
+	}
+	f := &fileEntry{id: fileID, unique: "AQAD" + fileID, path: filePath, content: slices.Clone(content)}
+	if len(f.unique) > 20 {
+		f.unique = f.unique[:20]
+	}
+	s.files[fileID] = f
+	s.byPath[filePath] = f
+	return f
+}
+
+// FileContent returns the bytes of a file known to the fake: one added with
+// AddFile or one the bot uploaded with sendPhoto/sendDocument (whose file_id
+// is in the returned Message and in Sent.Params).
+func (s *Server) FileContent(fileID string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.files[fileID]
+	if f == nil {
+		return nil, false
+	}
+	return slices.Clone(f.content), true
+}
+
+// broadcast closes *ch and replaces it; the caller holds s.mu.
+func broadcast(ch *chan struct{}) {
+	close(*ch)
+	*ch = make(chan struct{})
+}
+
+// botUser is the bot as a User object.
+func (s *Server) botUser() map[string]any {
+	return map[string]any{"id": s.opts.BotID, "is_bot": true, "first_name": "Ship Test Bot",
+		"username": s.opts.BotUsername}
+}
+
+// mustJSON marshals v, which the package builds itself.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("faketelegram: " + err.Error())
+	}
+	return b
+}

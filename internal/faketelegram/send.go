@@ -1,0 +1,254 @@
+package faketelegram
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	maxTextLen    = 4096 // Unicode code points after entity parsing
+	maxCaptionLen = 1024
+)
+
+// resolveChat reads chat_id: an integer, or "@username" of a chat the fake
+// has seen.
+func (s *Server) resolveChat(p params) (int64, *apiError) {
+	v := strings.TrimSpace(p["chat_id"])
+	if v == "" {
+		return 0, badRequest("chat_id is empty")
+	}
+	if id, err := strconv.ParseInt(v, 10, 64); err == nil && id != 0 {
+		return id, nil
+	}
+	if name, ok := strings.CutPrefix(v, "@"); ok && name != "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for id, c := range s.chats {
+			if strings.EqualFold(c.username, name) {
+				return id, nil
+			}
+		}
+	}
+	return 0, badRequest("chat not found")
+}
+
+// formatted checks text against parse_mode and returns the text a client
+// would see (markup removed, surrounding white space trimmed).
+func formatted(text, mode string) (string, *apiError) {
+	if !utf8.ValidString(text) {
+		return "", badRequest("strings must be encoded in UTF-8")
+	}
+	var plain string
+	var err error
+	switch strings.ToLower(mode) {
+	case "":
+		plain = text
+	case "markdownv2":
+		plain, err = parseMarkdownV2(text)
+	case "html":
+		plain, err = parseHTML(text)
+	case "markdown":
+		plain, err = parseMarkdown(text)
+	default:
+		return "", badRequest("unsupported parse_mode")
+	}
+	if err != nil {
+		return "", badRequest("can't parse entities: %v", err)
+	}
+	return strings.TrimSpace(plain), nil
+}
+
+// outgoing is what a send method is about to record.
+type outgoing struct {
+	method, text string
+	chatID       int64
+	thread       int64
+	replyTo      int64
+	allowNoReply bool
+}
+
+// target reads chat_id, message_thread_id and the reply parameters.
+func (s *Server) target(rq *request, method, text string) (*outgoing, *apiError) {
+	chatID, e := s.resolveChat(rq.p)
+	if e != nil {
+		return nil, e
+	}
+	o := &outgoing{method: method, text: text, chatID: chatID, thread: rq.p.int("message_thread_id"),
+		replyTo: rq.p.int("reply_to_message_id"), allowNoReply: rq.p.bool("allow_sending_without_reply")}
+	if v := strings.TrimSpace(rq.p["reply_parameters"]); v != "" {
+		var rp struct {
+			MessageID                int64 `json:"message_id"`
+			AllowSendingWithoutReply bool  `json:"allow_sending_without_reply"`
+		}
+		if err := json.Unmarshal([]byte(v), &rp); err != nil {
+			return nil, badRequest("can't parse reply parameters JSON object")
+		}
+		o.replyTo = rp.MessageID
+		o.allowNoReply = o.allowNoReply || rp.AllowSendingWithoutReply
+	}
+	return o, nil
+}
+
+// deliver checks the reply target, assigns the message_id, records the send
+// and returns the Message; fill adds the method's own fields.
+func (s *Server) deliver(rq *request, o *outgoing, fill func(m map[string]any)) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chatLocked(o.chatID)
+	replied, found := c.msgs[o.replyTo]
+	if o.replyTo != 0 && !found && !o.allowNoReply {
+		return nil, badRequest("message to be replied not found")
+	}
+	if !found && o.replyTo == 0 && o.thread != 0 {
+		replied, found = c.msgs[o.thread] // in a topic, the topic's creation message
+	}
+	c.last++
+	now := time.Now()
+	m := map[string]any{"message_id": c.last, "from": s.botUser(), "chat": c.raw, "date": now.Unix()}
+	if o.thread != 0 {
+		m["message_thread_id"] = o.thread
+		m["is_topic_message"] = true
+	}
+	fill(m)
+	c.msgs[c.last] = mustJSON(m)
+	if found {
+		m["reply_to_message"] = replied
+	}
+	s.sent = append(s.sent, Sent{Method: o.method, ChatID: o.chatID, ThreadID: o.thread, ReplyTo: o.replyTo,
+		Text: o.text, ParseMode: rq.p["parse_mode"], MessageID: c.last, Params: maps.Clone(rq.p), At: now})
+	broadcast(&s.sentCh)
+	return m, nil
+}
+
+func (s *Server) sendMessage(rq *request) (any, *apiError) {
+	text := rq.p["text"]
+	o, e := s.target(rq, "sendMessage", text)
+	if e != nil {
+		return nil, e
+	}
+	plain, e := formatted(text, rq.p["parse_mode"])
+	switch {
+	case e != nil:
+		return nil, e
+	case plain == "":
+		return nil, badRequest("message text is empty")
+	case utf8.RuneCountInString(plain) > maxTextLen:
+		return nil, badRequest("message is too long")
+	}
+	return s.deliver(rq, o, func(m map[string]any) { m["text"] = plain })
+}
+
+// sendMedia serves sendPhoto and sendDocument: field holds a multipart
+// upload, "attach://<name>", a known file_id or an http(s) URL.
+func (s *Server) sendMedia(rq *request, method, field string) (any, *apiError) {
+	caption := rq.p["caption"]
+	o, e := s.target(rq, method, caption)
+	if e != nil {
+		return nil, e
+	}
+	plain, e := formatted(caption, rq.p["parse_mode"])
+	if e != nil {
+		return nil, e
+	}
+	if utf8.RuneCountInString(plain) > maxCaptionLen {
+		return nil, badRequest("message caption is too long")
+	}
+	name, content, fileID, e := s.mediaInput(rq, field)
+	if e != nil {
+		return nil, e
+	}
+	return s.deliver(rq, o, func(m map[string]any) {
+		if fileID == "" {
+			s.fileSeq++
+			fileID = fmt.Sprintf("%s-%d", field, s.fileSeq)
+			dir := map[string]string{"photo": "photos", "document": "documents"}[field]
+			ext := path.Ext(name)
+			if ext == "" && field == "photo" {
+				ext = ".jpg"
+			}
+			s.addFileLocked(fileID, fmt.Sprintf("%s/file_%d%s", dir, s.fileSeq, ext), content)
+		}
+		rq.p[field] = fileID
+		f := s.files[fileID]
+		size := 0
+		if f != nil {
+			size = len(f.content)
+		}
+		unique := "AQAD" + fileID
+		if f != nil {
+			unique = f.unique
+		}
+		if field == "photo" {
+			m["photo"] = []map[string]any{{"file_id": fileID, "file_unique_id": unique, "file_size": size,
+				"width": 320, "height": 320}}
+		} else {
+			doc := map[string]any{"file_id": fileID, "file_unique_id": unique, "file_size": size}
+			if name != "" {
+				doc["file_name"] = name
+				if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+					doc["mime_type"] = t
+				}
+			}
+			m["document"] = doc
+		}
+		if plain != "" {
+			m["caption"] = plain
+		}
+	})
+}
+
+// mediaInput reads the file of a send: an upload (content, no fileID yet),
+// a known file_id or a URL (fileID set).
+func (s *Server) mediaInput(rq *request, field string) (name string, content []byte, fileID string, e *apiError) {
+	fh := rq.files[field]
+	if v, ok := strings.CutPrefix(rq.p[field], "attach://"); ok {
+		fh = rq.files[v]
+	}
+	if fh != nil {
+		f, err := fh.Open()
+		if err == nil {
+			content, err = io.ReadAll(f)
+			f.Close()
+		}
+		if err != nil {
+			return "", nil, "", badRequest("can't read the uploaded file")
+		}
+		return fh.Filename, content, "", nil
+	}
+	v := strings.TrimSpace(rq.p[field])
+	if v == "" {
+		return "", nil, "", badRequest("there is no %s in the request", field)
+	}
+	s.mu.Lock()
+	known := s.files[v] != nil
+	s.mu.Unlock()
+	if known {
+		return "", nil, v, nil
+	}
+	if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
+		return path.Base(v), nil, "", nil
+	}
+	return "", nil, "", badRequest("wrong file identifier/HTTP URL specified")
+}
+
+var chatActions = map[string]bool{"typing": true, "upload_photo": true, "record_video": true,
+	"upload_video": true, "record_voice": true, "upload_voice": true, "upload_document": true,
+	"choose_sticker": true, "find_location": true, "record_video_note": true, "upload_video_note": true}
+
+func (s *Server) sendChatAction(rq *request) (any, *apiError) {
+	if _, e := s.resolveChat(rq.p); e != nil {
+		return nil, e
+	}
+	if !chatActions[rq.p["action"]] {
+		return nil, badRequest("wrong parameter action in request")
+	}
+	return true, nil
+}
