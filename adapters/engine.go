@@ -11,6 +11,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/tools"
 )
 
@@ -36,6 +37,9 @@ type EngineOptions struct {
 // default tools, one dispatcher registry, one global queue and the ingress
 // path in front of it. Adapters and the HTTP server plug into it.
 type Engine struct {
+	// Events carries every run's events (task_started, content, …) to
+	// SSE subscribers, whatever the channel.
+	Events   *events.Bus
 	Store    *chat.Store
 	Registry *chat.Registry
 	Runtime  *agent.Runtime
@@ -64,11 +68,13 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		return nil, fmt.Errorf("creating runtime: %w", err)
 	}
 	reg := chat.NewRegistry()
-	runner := &Runner{Runtime: rt, Store: store, Registry: reg, Log: opts.Logger}
+	bus := events.NewBus(0)
+	runner := &Runner{Runtime: rt, Store: store, Registry: reg, Events: bus, Log: opts.Logger}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
 	q := NewQueryQueue(runner.Handle, qopts)
 	return &Engine{
+		Events:   bus,
 		Store:    store,
 		Registry: reg,
 		Runtime:  rt,
@@ -86,6 +92,9 @@ func (e *Engine) Close(ctx context.Context) ([]QueueItem, error) {
 	stopErr := e.Queue.Stop(ctx)
 	pending := e.Queue.Pending()
 	for _, it := range pending {
+		// Streams following this run hear that it will not happen here.
+		e.Events.Publish(events.Event{Type: events.TypeError, TaskID: it.ID, ChatKey: it.ChatKey, Channel: it.Request.Channel,
+			UserMessageID: it.Request.MessageID, ErrorCode: "SHUTTING_DOWN", ErrorMessage: "ship stopped before this message's turn; it is kept in the chat log"})
 		if it.OnDone != nil {
 			it.OnDone(Outcome{
 				Result: agent.AgentResult{ToolCalls: []agent.ToolCallRecord{}},

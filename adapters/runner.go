@@ -3,11 +3,13 @@ package adapters
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/events"
 )
 
 // Outcome is how a queued message ended.
@@ -27,7 +29,9 @@ type Runner struct {
 	Runtime  *agent.Runtime
 	Store    *chat.Store
 	Registry *chat.Registry
-	Log      zerolog.Logger
+	// Events, when set, receives the run's events.
+	Events *events.Bus
+	Log    zerolog.Logger
 }
 
 // Handle runs one item.
@@ -38,21 +42,31 @@ func (r *Runner) Handle(ctx context.Context, item QueueItem) {
 	ctx = chat.WithRequest(ctx, item.Request)
 	ctx = chat.WithRegistry(ctx, r.Registry)
 
+	started := time.Now()
+	ev := newRunEvents(r.Events, item)
+	ev.started(item.Instructions)
 	finished := false
 	defer func() {
-		// Whoever waits on OnDone must hear back even when the run panics;
-		// the queue logs the panic itself.
-		if !finished && item.OnDone != nil {
-			item.OnDone(Outcome{
-				Result: agent.AgentResult{Output: "", ToolCalls: []agent.ToolCallRecord{}},
-				Err:    errors.New("run crashed"),
-			})
+		// Whoever waits must hear back even when the run panics (the queue
+		// logs the panic itself): OnDone callers and event subscribers.
+		if finished {
+			return
+		}
+		crashed := Outcome{Result: agent.AgentResult{Output: "", ToolCalls: []agent.ToolCallRecord{}}, Err: errors.New("run crashed")}
+		ev.finished(crashed.Result, crashed.Err, time.Since(started).Milliseconds())
+		if item.OnDone != nil {
+			item.OnDone(crashed)
 		}
 	}()
 	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
 		ChatKey:      item.ChatKey,
 		Instructions: item.Instructions,
-		OnStep:       item.OnStep,
+		OnStep: func(ctx context.Context, step agent.StepEvent) {
+			ev.step(ctx, step)
+			if item.OnStep != nil {
+				item.OnStep(ctx, step)
+			}
+		},
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("run failed")
@@ -63,6 +77,10 @@ func (r *Runner) Handle(ctx context.Context, item QueueItem) {
 		log.Error().Err(ferr).Msg("final-output fallback failed")
 	}
 	out.FallbackSent = sent
+	if sent {
+		ev.fallback(res.Output)
+	}
+	ev.finished(res, err, time.Since(started).Milliseconds())
 	log.Info().Bool("success", res.Success).Int("toolCalls", len(res.ToolCalls)).
 		Bool("delivered", res.Delivered).Bool("fallback", sent).Msg("run finished")
 	finished = true

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/events"
 )
 
 // retryAfterSeconds is what a refused client is told to wait: long enough
@@ -62,8 +64,15 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 
 	done := make(chan runResult, 1) // buffered: OnDone must not block on a gone client
+	taskID := requestID(ctx)
+	var sub *events.Subscription
+	if wantsStream(r) {
+		// Subscribed before the run is queued, so no event is missed.
+		sub, _ = s.opts.Engine.Events.Subscribe(func(e events.Event) bool { return e.TaskID == taskID }, 0, s.opts.SSEBuffer)
+		defer sub.Close()
+	}
 	_, err := s.opts.Engine.Ingress.Accept(ctx, adapters.Submission{
-		ID:      requestID(ctx),
+		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
 		Message: adapters.IncomingChatMessage{
@@ -86,6 +95,10 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if sub != nil {
+		s.stream(w, r, sub, events.Event.Final, nil)
+		return
+	}
 	var res runResult
 	select {
 	case res = <-done:
@@ -175,4 +188,10 @@ func (s *Server) sendText(_ context.Context, req chat.RequestContext, text strin
 		c.replies = append(c.replies, text)
 	}
 	return nil
+}
+
+// wantsStream reports whether the client asked for the run's events as a
+// server-sent event stream instead of one JSON answer.
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }

@@ -32,6 +32,9 @@ type setup struct {
 	token    string
 	capacity int
 	adapters func() []server.AdapterStatus
+	dir      string // reuse a project folder (restart); "" → new
+	stream   bool   // the model streams (content arrives in pieces)
+	opts     func(*server.Options)
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -43,6 +46,15 @@ type env struct {
 	engine *adapters.Engine
 	srv    *httptest.Server
 	logs   *logbuf.Buffer
+	dir    string
+	api    *server.Server
+}
+
+// stop shuts the process down as ship does: streams, HTTP, then the engine.
+func (e *env) stop() {
+	e.api.CloseStreams()
+	e.srv.Close()
+	_, _ = e.engine.Close(context.Background())
 }
 
 func newEnv(t *testing.T, o setup) *env {
@@ -56,7 +68,10 @@ func newEnv(t *testing.T, o setup) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	// The engine and the server share one sink so tests can follow a
 	// request id from the access line into the run's own lines.
 	logs := &logbuf.Buffer{}
@@ -72,6 +87,7 @@ func newEnv(t *testing.T, o setup) *env {
 		AgentMDPath:  filepath.Join(dir, "Agent.md"),
 		Queue:        adapters.QueueOptions{Capacity: o.capacity},
 		RetryBackoff: time.Millisecond,
+		Stream:       o.stream,
 		Logger:       zerolog.New(logs),
 	})
 	if err != nil {
@@ -79,21 +95,27 @@ func newEnv(t *testing.T, o setup) *env {
 	}
 	t.Cleanup(func() { _, _ = eng.Close(context.Background()) })
 
-	s, err := server.New(server.Options{
+	opts := server.Options{
 		Engine:   eng,
 		Token:    o.token,
 		Version:  "1.2.3-test",
 		Started:  time.Now(),
 		Model:    "openai/m",
 		Adapters: o.adapters,
+		Models:   []server.ModelInfo{{Name: "test model", Provider: "openai", Model: "m"}},
 		Logger:   zerolog.New(logs),
-	})
+	}
+	if o.opts != nil {
+		o.opts(&opts)
+	}
+	s, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &env{t: t, fake: fake, engine: eng, srv: srv, logs: logs}
+	t.Cleanup(s.CloseStreams) // runs first: open streams would hold Close up
+	return &env{t: t, fake: fake, engine: eng, srv: srv, logs: logs, dir: dir, api: s}
 }
 
 // response is an answer read in full.

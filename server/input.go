@@ -54,46 +54,55 @@ func invalid(format string, args ...any) *inputError {
 // recorded or queued before it succeeds, so a rejected request changes
 // nothing.
 func (s *Server) readExecute(w http.ResponseWriter, r *http.Request) (executeInput, *inputError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return executeInput{}, &inputError{status: http.StatusRequestEntityTooLarge, code: codePayloadTooLarge,
-				message: fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit)}
-		}
-		return executeInput{}, invalid("reading request body: %v", err)
-	}
-	// encoding/json silently turns invalid UTF-8 into U+FFFD; the user's
-	// text must reach the model verbatim or not at all.
-	if !utf8.Valid(body) {
-		return executeInput{}, invalid("request body is not valid UTF-8")
-	}
-	req, ierr := decodeStrict(body)
+	body, ierr := s.readBody(w, r)
 	if ierr != nil {
+		return executeInput{}, ierr
+	}
+	var req executeRequest
+	if ierr := decodeStrict(body, &req); ierr != nil {
 		return executeInput{}, ierr
 	}
 	return validateExecute(req, s.opts.MaxInstructionChars)
 }
 
-// decodeStrict decodes exactly one JSON object with only known fields.
-func decodeStrict(body []byte) (executeRequest, *inputError) {
-	var req executeRequest
+// readBody reads a request body within the size limit, refusing invalid
+// UTF-8: encoding/json would silently turn it into U+FFFD, and the user's
+// text must reach the model verbatim or not at all.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *inputError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, &inputError{status: http.StatusRequestEntityTooLarge, code: codePayloadTooLarge,
+				message: fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit)}
+		}
+		return nil, invalid("reading request body: %v", err)
+	}
+	if !utf8.Valid(body) {
+		return nil, invalid("request body is not valid UTF-8")
+	}
+	return body, nil
+}
+
+// decodeStrict decodes exactly one JSON object with only known fields
+// into v.
+func decodeStrict(body []byte, v any) *inputError {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
-		return req, invalid("request body is empty; send a JSON object with instructions")
+		return invalid("request body is empty; send a JSON object")
 	}
 	if trimmed[0] != '{' {
-		return req, invalid("request body must be a JSON object")
+		return invalid("request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, jsonError(err)
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, invalid("request body has data after the JSON object")
+		return invalid("request body has data after the JSON object")
 	}
-	return req, nil
+	return nil
 }
 
 func jsonError(err error) *inputError {

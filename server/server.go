@@ -47,6 +47,17 @@ type Options struct {
 	// API token, so each handler checks its platform's own signature or
 	// secret.
 	Webhooks map[string]http.Handler
+	// Models are the configured models (GET /api/models; /api/send's
+	// llmConfig must name one).
+	Models []ModelInfo
+	// CORSOrigins may call the API from a browser ("*" for any); none by
+	// default.
+	CORSOrigins []string
+	// SSEKeepAlive is the comment interval on event streams; 0 → 30 s.
+	SSEKeepAlive time.Duration
+	// SSEBuffer is how many events a slow subscriber may fall behind
+	// before it is cut off; 0 → 256.
+	SSEBuffer int
 	// MaxBodyBytes caps a request body; 0 → 1 MiB.
 	MaxBodyBytes int64
 	// MaxInstructionChars caps instructions in Unicode code points;
@@ -61,6 +72,11 @@ type Server struct {
 	log         zerolog.Logger
 	tokenDigest []byte // SHA-256 of Options.Token; nil when auth is off
 	handler     http.Handler
+
+	// closing is closed by CloseStreams: event streams end so a graceful
+	// shutdown does not wait on them.
+	closing   chan struct{}
+	closeOnce sync.Once
 
 	// mu guards inflight: the reply collectors of the api runs whose
 	// request is still being answered.
@@ -85,6 +101,12 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxInstructionChars == 0 {
 		opts.MaxInstructionChars = defaultMaxInstructionChars
 	}
+	if opts.SSEKeepAlive <= 0 {
+		opts.SSEKeepAlive = defaultKeepAlive
+	}
+	if opts.SSEBuffer <= 0 {
+		opts.SSEBuffer = defaultSSEBuffer
+	}
 	if opts.Started.IsZero() {
 		opts.Started = time.Now()
 	}
@@ -92,6 +114,7 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      opts.Logger.With().Str("component", "http").Logger(),
 		inflight: make(map[runKey]*collector),
+		closing:  make(chan struct{}),
 	}
 	if opts.Token != "" {
 		d := sha256.Sum256([]byte(opts.Token))
@@ -102,6 +125,12 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /api/status", s.handleStatus)
 	mux.HandleFunc("POST /api/execute", s.handleExecute)
+	mux.HandleFunc("POST /api/send", s.handleSend)
+	mux.HandleFunc("GET /api/sse", s.handleSSE)
+	mux.HandleFunc("GET /api/sse/{key}", s.handleSSE)
+	mux.HandleFunc("GET /api/models", s.handleModels)
+	mux.HandleFunc("GET /api/chats", s.handleChats)
+	mux.HandleFunc("GET /api/chats/{chatKey}/messages", s.handleMessages)
 	for pattern, h := range opts.Webhooks {
 		if strings.HasPrefix(strings.TrimPrefix(pattern, "POST "), "/api/") {
 			return nil, fmt.Errorf("server: webhook route %q must not be under /api/", pattern)
@@ -111,11 +140,17 @@ func New(opts Options) (*Server, error) {
 
 	// Outermost first: every request gets an id and a log line, then panics
 	// are caught (so they are logged with that id), then auth, then routing.
-	s.handler = s.withRequestLog(s.withRecover(s.withAuth(withJSONFallbacks(mux))))
+	// CORS sits outside auth so a browser's preflight (which carries no
+	// token) is answered.
+	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withAuth(withJSONFallbacks(mux)))))
 
 	e.Registry.Register(chat.ChannelAPI, chat.DispatcherFunc(s.sendText))
 	return s, nil
 }
+
+// CloseStreams ends every open event stream; register it with
+// http.Server.RegisterOnShutdown so Shutdown need not wait for them.
+func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler { return s.handler }

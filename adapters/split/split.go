@@ -17,24 +17,30 @@ const MinLimit = 32
 // MinLimit. Empty or white-space-only text gives no parts (nil); text of at
 // most limit runes gives one part, text itself, byte for byte.
 //
-// Longer text is cut at a paragraph boundary (a blank line, or the edge of a
-// fenced block) if that leaves the part at least half full, else at the last
-// line boundary that fits. A line is cut only when it does not fit in a part
-// on its own (inside a fenced block: together with the fence lines), at
-// white space if that keeps the piece over half full, else between two code
-// points, never inside a UTF-8 sequence and, where possible, not before a
-// combining mark or variation selector nor next to a zero width joiner.
-// A fenced block that fits in one part is not cut: if it does not fit in
-// what is left of a part, the part ends before it.
+// Longer text is cut between lines: at a paragraph boundary (before a blank
+// line, or at the edge of a fenced block) if that leaves the part at least
+// half full, else at the last line boundary that fits. A line is cut only
+// when it does not fit in a part on its own (inside a fenced block: together
+// with the fence lines); then at white space, which is dropped, if that
+// keeps the piece over half full, else between two code points, never inside
+// a UTF-8 sequence and, where it can, not before a combining mark, variation
+// selector, emoji modifier or tag, nor on either side of a zero width joiner.
 //
-// Fence lines (see scan for the exact rules; a line longer than limit/4-2
-// runes is never one) are kept balanced: a part that starts inside a fenced
-// block begins with a copy of the block's opening fence line (marker and
-// info string, e.g. "```go"), and a part that ends inside one, unless it is
-// the last part, ends with a closing fence line (the block's own, or the
-// opening marker if the author never closed it). These added lines count
-// towards the limit. The last part ends inside a block only if the text
-// does. No part but the last ends with an opening fence line.
+// Fenced code blocks follow CommonMark: a fence line is indented by at most
+// three spaces and starts with at least three backticks or tildes; an
+// opening fence may carry an info string (no backtick in it after
+// backticks); a closing fence has at least as many of the same character
+// and nothing else but spaces and tabs; a block left open runs to the end of
+// the text. A line longer than limit/4-2 runes (not counting a final "\r")
+// is never taken for a fence line, so that fence lines leave room for
+// content. A block that fits in one part is not cut: the part ends before
+// it instead. A part that starts inside a block begins with a copy of the
+// block's opening fence (marker and info string, e.g. "```go"), and a part
+// that ends inside one, unless it is the last part, ends with a closing
+// fence (the author's own line, or the opening marker if the block is never
+// closed); these added lines count towards the limit. So every part but the
+// last has balanced fences, and the last is open only if the text ends
+// inside a block. No part but the last ends with an opening fence.
 //
 // When text is cut, Split guarantees:
 //
@@ -43,16 +49,18 @@ const MinLimit = 32
 //   - with the added fence lines taken off, the parts are substrings
 //     c1, ..., cN of text, in order, and
 //     text == g0 + c1 + g1 + c2 + ... + cN + gN
-//     where every gap g is white space only (unicode.IsSpace);
-//   - a gap between two parts holds a line break (then it is the line
-//     break, the blank lines around it and a "\r" before it), unless it lies
-//     inside a line that does not fit in a part (then it is the white space
-//     at the cut, possibly none).
+//     where every gap g is white space only (unicode.IsSpace): nothing but
+//     white space at the cuts and at the two ends is ever dropped;
+//   - a gap between two parts holds a line break (the line break, the blank
+//     lines next to it, and a "\r" before it), unless it lies inside one line
+//     that does not fit in a part (then it is the white space at the cut,
+//     possibly none).
 //
-// So joining the parts, fence lines taken off, with "\n" gives back the text
-// up to runs of blank lines, "\r" before a cut and white space at cuts
-// inside over-long lines. Split is deterministic and runs in time linear in
-// the length of text.
+// Joining the parts, added fence lines taken off, with "\n" thus gives back
+// the text but for runs of blank lines at cuts (one "\n" remains), "\r"
+// before a cut, and the white space at cuts inside over-long lines (a "\n"
+// replaces it). Split is deterministic, and its time is linear in the length
+// of text.
 func Split(text string, limit int) []string {
 	limit = max(limit, MinLimit)
 	if isBlank(text) {
@@ -206,7 +214,12 @@ func (s *splitter) closeCost(j int) int {
 // emit builds the part made of lines a to b, adding fence lines as needed.
 func (s *splitter) emit(a, b int) string {
 	la, lb := &s.lines[a], &s.lines[b]
-	core := strings.TrimSuffix(s.text[la.start:lb.end], "\r")
+	core := s.text[la.start:lb.end]
+	if strings.HasSuffix(core, "\r") && !strings.HasSuffix(core, "\r\r") {
+		// The "\r" of a "\r\n" cut. (Of "\r\r\n" it would change the
+		// line's reading as a fence.)
+		core = core[:len(core)-1]
+	}
 	var reopen, closing string
 	if la.kind == kindCode || la.kind == kindClose {
 		reopen = s.blocks[la.block].reopen

@@ -2,6 +2,7 @@ package split
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -63,6 +64,8 @@ func TestSplitTable(t *testing.T) {
 		{"huge indentation", "a\n" + strings.Repeat(" ", 200) + "b\nc", 64, -1},
 		{"fence line too long to be one", "```" + strings.Repeat("i", 40) + "\n" + strings.Repeat("z\n", 40), 32, -1},
 		{"empty block", paragraphs(2, 40) + "\n```\n```\n" + paragraphs(2, 40), 64, -1},
+		{"blank line too long after an opening fence", "```go\n" + strings.Repeat(" ", 500) + "\ncode\n```", 100, 2},
+		{"cut before a closing fence avoided", "intro\n```\n" + strings.Repeat("c", 40) + "\n" + strings.Repeat("d", 40) + "\n```\nafter", 64, -1},
 		{"trailing blank lines", paragraphs(3, 60) + strings.Repeat("\n \t", 100), 64, -1},
 	}
 	for _, tc := range cases {
@@ -73,6 +76,55 @@ func TestSplitTable(t *testing.T) {
 				t.Fatalf("got %d parts, want %d: %q", len(parts), tc.parts, parts)
 			}
 		})
+	}
+}
+
+// regressions are inputs that once broke a guarantee (found by fuzzing and
+// random testing); FuzzSplit also seeds with them.
+var regressions = []string{
+	"                                ```",
+	"`                               ```",
+	"```\n                    ```````\n\x87",
+	"```\n```\n ``````\r\naaaaaaaaaa\t\xe4\xb8```\n",
+	"👨\u200d👩\u200d👧\n中文" + strings.Repeat(" ", 43) + "\n\n~\u0301   \n```\n\n\ngo",
+	"```\n``rd word word word worddword word word worrdword word word worddword word word worrdword word word " +
+		"wordd word word word word word word word     \r\n\xef" + strings.Repeat(" ", 23) + "d",
+	"~\n ```` \r\r\n```\n~~~~~~~~~~~~~~~\x87\n\n",
+	"\x80\xe3\x80\n```go\n```go\n```\t\r\r\nabcde  ```",
+	"```\U0001F468\u200d\U0001F469\u200d\U0001F467\taax\u200d```go\n" + strings.Repeat("```go\n", 14) + "gox\r\nxxxxxx\n\nx",
+}
+
+func TestRegressions(t *testing.T) {
+	for i, text := range regressions {
+		for _, limit := range []int{32, 100, 4096} {
+			t.Run(fmt.Sprintf("%d/%d", i, limit), func(t *testing.T) {
+				checkParts(t, text, limit, Split(text, limit))
+			})
+		}
+	}
+}
+
+// TestProperties checks the guarantees on random Markdown-like texts.
+func TestProperties(t *testing.T) {
+	tokens := []string{
+		"```", "```go\n", "\n```\n", "~~~~ py\n", "   ```\n", "`", "~", " ", "  ", "    ",
+		"\n", "\n\n", "\r\n", "\r", "\t", "\u3000", "\u00a0", "word ", "abcdefghij",
+		"中文", "👨\u200d👩\u200d👧", "👍🏽", "e\u0301", "\u200d", "\ufe0f", "\xff",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		var b strings.Builder
+		for range rng.IntN(150) {
+			tok := tokens[rng.IntN(len(tokens))]
+			if rng.IntN(8) == 0 {
+				tok = strings.Repeat(tok, rng.IntN(60))
+			}
+			b.WriteString(tok)
+		}
+		text := b.String()
+		for _, limit := range []int{32, 100, 4096} {
+			checkParts(t, text, limit, Split(text, limit))
+		}
 	}
 }
 

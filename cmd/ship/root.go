@@ -40,7 +40,7 @@ Get started:
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newInitCmd(), newStartCmd(), newVersionCmd())
+	root.AddCommand(newInitCmd(), newStartCmd(), newChatCmd(), newVersionCmd())
 	return root
 }
 

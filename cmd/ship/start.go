@@ -141,7 +141,8 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		_, _ = engine.Close(ctx)
 		return fmt.Errorf("listening on %s: %w (is another ship running? pick another with --port)", addr, err)
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv.RegisterOnShutdown(srv.CloseStreams)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 

@@ -91,3 +91,42 @@ func isToolCallDelta(chunk []byte) bool {
 	}
 	return true
 }
+
+// toolCallStream follows the tool calls of one streamed model answer. The
+// OpenAI client hands over each delta array as JSON; a delta with a
+// function name starts a new call, the others continue the last one (which
+// is also how langchaingo itself assembles them).
+type toolCallStream struct {
+	n    int
+	name string
+}
+
+type toolCallDelta struct {
+	index int
+	name  string
+	args  string
+}
+
+func (s *toolCallStream) feed(chunk []byte) []toolCallDelta {
+	var deltas []struct {
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(chunk, &deltas); err != nil {
+		return nil
+	}
+	var out []toolCallDelta
+	for _, d := range deltas {
+		if d.Function.Name != "" {
+			s.n++
+			s.name = d.Function.Name
+		}
+		if s.n == 0 || d.Function.Arguments == "" {
+			continue
+		}
+		out = append(out, toolCallDelta{index: s.n - 1, name: s.name, args: d.Function.Arguments})
+	}
+	return out
+}

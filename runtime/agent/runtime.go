@@ -203,8 +203,15 @@ func (l *loop) fail(err error) (AgentResult, error) {
 func (l *loop) generate(ctx context.Context, step int) (*llms.ContentResponse, error) {
 	opts := []llms.CallOption{llms.WithTools(l.r.toolDefs)}
 	if l.r.opts.Stream && l.in.OnStep != nil {
+		calls := toolCallStream{}
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
-			if len(chunk) > 0 && !isToolCallDelta(chunk) {
+			switch {
+			case len(chunk) == 0:
+			case isToolCallDelta(chunk):
+				for _, d := range calls.feed(chunk) {
+					l.emit(ctx, StepEvent{Type: StepToolCallDelta, Step: step, CallIndex: d.index, Tool: d.name, Text: d.args})
+				}
+			default:
 				l.emit(ctx, StepEvent{Type: StepTextDelta, Step: step, Text: string(chunk)})
 			}
 			return nil
@@ -217,6 +224,7 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentResponse, e
 			if len(resp.Choices) == 0 {
 				return nil, errors.New("model returned no choices")
 			}
+			l.countUsage(resp.Choices[0].GenerationInfo)
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -242,6 +250,23 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentResponse, e
 			return nil, err
 		}
 	}
+}
+
+// countUsage adds the token counts langchaingo reports in GenerationInfo.
+func (l *loop) countUsage(info map[string]any) {
+	n := func(k string) int {
+		switch v := info[k].(type) {
+		case int:
+			return v
+		case int64:
+			return int(v)
+		case float64:
+			return int(v)
+		}
+		return 0
+	}
+	l.res.Usage.PromptTokens += n("PromptTokens")
+	l.res.Usage.CompletionTokens += n("CompletionTokens")
 }
 
 func (l *loop) dropOldestHalf() {

@@ -22,22 +22,27 @@ type AgentRunInput struct {
 
 // Step event types.
 const (
-	StepText       = "text"        // a complete text answer of one model call
-	StepTextDelta  = "text_delta"  // a streamed piece of model text
-	StepToolCall   = "tool_call"   // the model asked for a tool
-	StepToolResult = "tool_result" // the tool answered
+	StepText      = "text"       // a complete text answer of one model call
+	StepTextDelta = "text_delta" // a streamed piece of model text
+	// StepToolCallDelta is a streamed piece of a tool call's JSON
+	// arguments (Tool names the call; CallIndex counts calls in the step),
+	// so a client can show a reply while the model is still writing it.
+	StepToolCallDelta = "tool_call_delta"
+	StepToolCall      = "tool_call"   // the model asked for a tool
+	StepToolResult    = "tool_result" // the tool answered
 )
 
 // StepEvent is one thing that happened during a run.
 type StepEvent struct {
-	Type   string
-	Step   int    // the model call it belongs to, from 1
-	Text   string // text or text delta
-	Tool   string // tool name for tool events
-	CallID string
-	Input  string // raw JSON arguments
-	Output string // tool output
-	OK     bool   // tool result: the tool reported success
+	Type      string
+	Step      int    // the model call it belongs to, from 1
+	CallIndex int    // tool_call_delta: which call of the step, from 0
+	Text      string // text or text delta
+	Tool      string // tool name for tool events
+	CallID    string
+	Input     string // raw JSON arguments
+	Output    string // tool output
+	OK        bool   // tool result: the tool reported success
 }
 
 // ToolCallRecord is one tool call as reported in AgentResult.
@@ -55,6 +60,13 @@ type AgentResult struct {
 	// Delivered is true when a tool delivered user-visible text during the
 	// run; the final-output fallback is skipped then.
 	Delivered bool `json:"-"`
+	// Usage adds up the tokens the provider reported (zero when it did not).
+	Usage Usage `json:"-"`
+}
+
+// Usage counts tokens over a run's model calls.
+type Usage struct {
+	PromptTokens, CompletionTokens int
 }
 
 // ToolResult is what a tool gives back to the loop.

@@ -1,0 +1,218 @@
+package feishu_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/feishu"
+	"github.com/shipmyagent/ship/internal/fakelark"
+	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/logbuf"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+const (
+	appSecret  = "app-secret-never-logged"
+	encryptKey = "encrypt-key-never-logged"
+	verifyTok  = "verification-token-1"
+)
+
+type env struct {
+	t       *testing.T
+	dir     string
+	lk      *fakelark.Server
+	model   *fakeopenai.Server
+	engine  *adapters.Engine
+	adapter *feishu.Adapter
+	hookURL string // webhook mode: where the adapter listens
+	logs    *logbuf.Buffer
+	stop    func()
+}
+
+type setup struct {
+	dir     string           // reuse a project folder (restart)
+	lk      *fakelark.Server // reuse a platform (restart)
+	model   fakeopenai.Handler
+	mode    string
+	opts    func(*feishu.Options)
+	noStart bool
+}
+
+// newEnv wires the real engine, the real oapi-sdk-go clients and the fakes:
+// the Feishu open platform and an OpenAI-compatible model.
+func newEnv(t *testing.T, s setup) *env {
+	t.Helper()
+	e := &env{t: t, dir: s.dir, lk: s.lk, logs: &logbuf.Buffer{}}
+	if e.dir == "" {
+		e.dir = t.TempDir()
+	}
+	if e.lk == nil {
+		lk, err := fakelark.Start(fakelark.Options{AppID: "cli_ship", AppSecret: appSecret, VerificationToken: verifyTok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(lk.Close)
+		e.lk = lk
+	}
+	model, err := fakeopenai.Start(s.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Close)
+	e.model = model
+	llm, err := openai.New(openai.WithBaseURL(model.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.New(e.logs).Level(zerolog.DebugLevel)
+	eng, err := adapters.NewEngine(adapters.EngineOptions{
+		ChatsDir: filepath.Join(e.dir, ".ship", "chats"), Durability: chat.DurabilityNone,
+		Model: llm, Logger: log, RetryBackoff: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.engine = eng
+	opts := feishu.Options{
+		AppID: e.lk.AppID(), AppSecret: appSecret, Domain: e.lk.URL(), Mode: s.mode,
+		VerificationToken: verifyTok, EncryptKey: encryptKey,
+		CacheDir: filepath.Join(e.dir, ".ship", ".cache", "feishu"),
+		Limits:   feishu.Limits{RetryBase: time.Millisecond},
+		Engine:   eng, Commands: &adapters.Commands{Engine: eng, Model: "fake/m"}, Logger: log,
+	}
+	if s.opts != nil {
+		s.opts(&opts)
+	}
+	a, err := feishu.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.adapter = a
+	if opts.Mode == feishu.ModeWebhook {
+		mux := http.NewServeMux()
+		mux.Handle("POST "+feishu.WebhookPath, a)
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		e.hookURL = srv.URL + feishu.WebhookPath
+	}
+	if !s.noStart {
+		e.start()
+	}
+	t.Cleanup(func() {
+		e.shutdown()
+		logs := e.logs.String()
+		if strings.Contains(logs, appSecret) || strings.Contains(logs, encryptKey) {
+			t.Errorf("a secret appears in the logs")
+		}
+		if t.Failed() {
+			t.Logf("ship logs:\n%s", logs)
+		}
+	})
+	return e
+}
+
+// start runs the adapter until shutdown.
+func (e *env) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := e.adapter.Run(ctx); err != nil {
+			e.t.Errorf("adapter stopped with error: %v", err)
+		}
+	}()
+	var once sync.Once
+	e.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+}
+
+// shutdown stops the adapter, then the engine, as ship's shutdown does.
+func (e *env) shutdown() {
+	if e.stop != nil {
+		e.stop()
+	}
+	_, _ = e.engine.Close(context.Background())
+}
+
+func (e *env) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
+	e.t.Cleanup(cancel)
+	return ctx
+}
+
+// push delivers ev over the websocket and waits for the adapter's ack.
+func (e *env) push(ev fakelark.Event) {
+	e.t.Helper()
+	ack, err := e.lk.PushEvent(e.ctx(), ev)
+	if err != nil || ack.Code != http.StatusOK {
+		e.t.Fatalf("push %s: ack %d %s, %v", ev.EventID, ack.Code, ack.Payload, err)
+	}
+}
+
+// waitSent waits for n messages in total from the bot.
+func (e *env) waitSent(n int) []fakelark.Sent {
+	e.t.Helper()
+	sent, err := e.lk.WaitSent(e.ctx(), n)
+	if err != nil {
+		e.t.Fatalf("waiting for %d sent messages: %v (got %d)", n, err, len(e.lk.Sent()))
+	}
+	return sent
+}
+
+func (e *env) entries(key string) []chat.ChatLogEntryV1 {
+	e.t.Helper()
+	var out []chat.ChatLogEntryV1
+	if err := e.engine.Store.Scan(context.Background(), key, func(en chat.ChatLogEntryV1) bool {
+		out = append(out, en)
+		return true
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// waitFor polls cond, for states that leave no event to wait on.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // hang guard
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitModelCalls waits until the model was called n times and the queue is
+// idle again.
+func (e *env) waitModelCalls(n int) {
+	e.t.Helper()
+	e.waitFor("model calls", func() bool { return e.model.RequestCount() >= n })
+	e.idle()
+}
+
+// idle waits until the queue has nothing waiting or running: every pushed
+// message that was going to run has run.
+func (e *env) idle() {
+	e.t.Helper()
+	e.waitFor("an idle queue", func() bool {
+		st := e.engine.Queue.Stats()
+		return st.Waiting == 0 && st.Running == 0
+	})
+}
+
+// waitRunning waits until the adapter knows its bot and serves events.
+func (e *env) waitRunning() {
+	e.t.Helper()
+	e.waitFor("the adapter to run", func() bool { return e.adapter.Status().State == "running" })
+}

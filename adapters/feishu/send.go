@@ -1,0 +1,264 @@
+package feishu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+
+	"github.com/shipmyagent/ship/adapters/split"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// MaxMessageChars is the size of one text message ship sends, in
+// characters. Feishu's own limit is on the request body (150 KB); 4,000
+// characters stay far below it even when every character is escaped
+// (≤ 6 bytes each in JSON), and keep messages readable.
+const MaxMessageChars = 4000
+
+// Feishu answer codes the adapter acts on.
+const (
+	codeRateLimit      = 99991400 // platform-wide request frequency limit
+	codeChatRateLimit  = 230020   // too many messages to this chat
+	codeMissingToken   = 99991661
+	codeInvalidToken   = 99991663 // tenant token invalid or expired
+	codeAppTokenBad    = 99991664
+	codeAccessTokenBad = 99991671
+	codeMessageGone    = 230011 // the message replied to was withdrawn
+)
+
+// rateResetHeader says in how many seconds a rate limit resets.
+const rateResetHeader = "X-Ogw-Ratelimit-Reset"
+
+// Limits bound the retries of one send.
+type Limits struct {
+	// MaxAttempts per part for rate limits, 5xx and network errors. 0 → 5.
+	MaxAttempts int
+	// RetryBase is the first backoff; it doubles, with jitter. 0 → 1 s.
+	RetryBase time.Duration
+	// MaxWait caps one wait, a rate-limit reset included. 0 → 1 min.
+	MaxWait time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxAttempts <= 0 {
+		l.MaxAttempts = 5
+	}
+	if l.RetryBase <= 0 {
+		l.RetryBase = time.Second
+	}
+	if l.MaxWait <= 0 {
+		l.MaxWait = time.Minute
+	}
+	return l
+}
+
+// finalError is an answer that retrying cannot change.
+type finalError struct{ msg string }
+
+func (e *finalError) Error() string { return e.msg }
+
+// sendText is the feishu channel's dispatcher. In groups (and in threads)
+// the reply answers the triggering message, in its thread when it has one;
+// in a one-to-one chat it is a new message. Each part carries a uuid that
+// is the same for every attempt of that part, so Feishu drops a repeat of a
+// send that went through although its answer was lost.
+func (a *Adapter) sendText(ctx context.Context, req chat.RequestContext, text string) error {
+	return a.send(ctx, req, text, kindReply)
+}
+
+// Kinds of messages, kept apart in uuids: a busy note and the reply that
+// follows it must never share one, even after a restart.
+const (
+	kindReply = "reply"
+	kindNote  = "note"
+)
+
+func (a *Adapter) send(ctx context.Context, req chat.RequestContext, text, kind string) error {
+	if req.ChatID == "" {
+		return errors.New("feishu: no chat to send to")
+	}
+	parts := split.Split(text, MaxMessageChars)
+	n := a.uuids.next(kind, req.MessageID)
+	for i, part := range parts {
+		if err := a.sendPart(ctx, req, part, uuidFor(kind, req.MessageID, n, i)); err != nil {
+			if i > 0 {
+				return fmt.Errorf("part %d of the reply: %w", i+1, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// apiResult is what the adapter reads from an SDK response.
+type apiResult struct {
+	code   int
+	msg    string
+	status int
+	header http.Header
+}
+
+func resultOf(r *larkcore.ApiResp, ce larkcore.CodeError) apiResult {
+	res := apiResult{code: ce.Code, msg: ce.Msg}
+	if r != nil {
+		res.status, res.header = r.StatusCode, r.Header
+	}
+	return res
+}
+
+type outcome int
+
+const (
+	outcomeOK outcome = iota
+	outcomeTokenInvalid
+	outcomeRateLimited
+	outcomeTransient
+	outcomeTargetGone
+	outcomeFinal
+)
+
+// classify sorts an answer. API errors are in the response's code, not in
+// err: err is the transport (or the SDK's token fetch).
+func classify(res apiResult, err error) outcome {
+	if err != nil {
+		var ce larkcore.CodeError
+		var bad *larkcore.IllegalParamError
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return outcomeFinal
+		case errors.As(err, &ce):
+			if isRateLimit(ce.Code, 0) {
+				return outcomeRateLimited
+			}
+			return outcomeFinal // the token fetch was refused: bad credentials
+		case errors.As(err, &bad):
+			return outcomeFinal
+		}
+		return outcomeTransient
+	}
+	switch {
+	case res.code == 0 && res.status < 300:
+		return outcomeOK
+	case isRateLimit(res.code, res.status):
+		return outcomeRateLimited
+	case res.code == codeInvalidToken || res.code == codeMissingToken ||
+		res.code == codeAppTokenBad || res.code == codeAccessTokenBad:
+		return outcomeTokenInvalid
+	case res.code == codeMessageGone:
+		return outcomeTargetGone
+	case res.status >= 500:
+		return outcomeTransient
+	}
+	return outcomeFinal
+}
+
+func isRateLimit(code, status int) bool {
+	return status == http.StatusTooManyRequests || code == codeRateLimit || code == codeChatRateLimit
+}
+
+// sendPart delivers one part, retrying what a retry can fix.
+func (a *Adapter) sendPart(ctx context.Context, req chat.RequestContext, text, uuid string) error {
+	content, err := json.Marshal(map[string]string{"text": text})
+	if err != nil {
+		return fmt.Errorf("feishu send: %w", err)
+	}
+	replyTo := ""
+	if req.MessageID != "" && (req.ChatType != "p2p" || req.ThreadID != "") {
+		replyTo = req.MessageID
+	}
+	log := a.log.With().Str("chatKey", req.ChatKey).Logger()
+	refreshed := false
+	for attempt := 1; ; attempt++ {
+		res, err := a.post(ctx, req.ChatID, replyTo, req.ThreadID != "", string(content), uuid)
+		var wait time.Duration
+		kind := classify(res, err)
+		if kind == outcomeTargetGone && replyTo == "" {
+			kind = outcomeFinal
+		}
+		switch kind {
+		case outcomeOK:
+			return nil
+		case outcomeTokenInvalid:
+			if refreshed {
+				return fmt.Errorf("feishu refused a fresh access token (code %d): %s", res.code, res.msg)
+			}
+			// The SDK keeps an invalid token until it expires: drop it,
+			// and the next call fetches a new one.
+			log.Info().Int("code", res.code).Msg("feishu access token rejected; fetching a new one")
+			dropTokens(a.opts.AppID)
+			refreshed = true
+			attempt--
+			continue
+		case outcomeTargetGone:
+			log.Warn().Str("messageId", replyTo).Msg("feishu message to reply to is gone; sending to the chat")
+			replyTo = ""
+			attempt--
+			continue
+		case outcomeRateLimited:
+			wait = jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
+			if s, perr := strconv.Atoi(res.header.Get(rateResetHeader)); perr == nil && s > 0 {
+				wait = time.Duration(s) * time.Second
+			}
+			log.Warn().Int("code", res.code).Dur("wait", wait).Msg("feishu rate limit; waiting")
+		case outcomeTransient:
+			wait = jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
+			log.Warn().Str("error", a.failure(res, err)).Dur("wait", wait).Msg("feishu send failed; retrying")
+		default:
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("feishu send: %w", ctx.Err())
+			}
+			msg := a.failure(res, err)
+			log.Error().Str("error", msg).Msg("feishu refused the message")
+			return fmt.Errorf("feishu refused the message: %s", msg)
+		}
+		if attempt >= a.opts.Limits.MaxAttempts {
+			return fmt.Errorf("feishu send failed after %d attempts: %s", attempt, a.failure(res, err))
+		}
+		if !sleepCtx(ctx, min(wait, a.opts.Limits.MaxWait)) {
+			return fmt.Errorf("feishu send: %w", ctx.Err())
+		}
+	}
+}
+
+// failure describes a failed call for logs and for the model, without
+// secrets.
+func (a *Adapter) failure(res apiResult, err error) string {
+	if err != nil {
+		return a.scrub(err.Error())
+	}
+	if res.code != 0 {
+		return fmt.Sprintf("code %d: %s", res.code, res.msg)
+	}
+	return fmt.Sprintf("HTTP %d", res.status)
+}
+
+// post makes one send call: a reply to replyTo, or a new message in chatID.
+func (a *Adapter) post(ctx context.Context, chatID, replyTo string, inThread bool, content, uuid string) (apiResult, error) {
+	if replyTo != "" {
+		resp, err := a.cli.Im.V1.Message.Reply(ctx, larkim.NewReplyMessageReqBuilder().
+			MessageId(replyTo).
+			Body(larkim.NewReplyMessageReqBodyBuilder().
+				MsgType(larkim.MsgTypeText).Content(content).ReplyInThread(inThread).Uuid(uuid).Build()).
+			Build())
+		if err != nil {
+			return apiResult{}, err
+		}
+		return resultOf(resp.ApiResp, resp.CodeError), nil
+	}
+	resp, err := a.cli.Im.V1.Message.Create(ctx, larkim.NewCreateMessageReqBuilder().
+		ReceiveIdType(larkim.CreateMessageV1ReceiveIDTypeChatId).
+		Body(larkim.NewCreateMessageReqBodyBuilder().
+			ReceiveId(chatID).MsgType(larkim.MsgTypeText).Content(content).Uuid(uuid).Build()).
+		Build())
+	if err != nil {
+		return apiResult{}, err
+	}
+	return resultOf(resp.ApiResp, resp.CodeError), nil
+}

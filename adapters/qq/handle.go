@@ -1,0 +1,224 @@
+package qq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tencent-connect/botgo/dto"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Kinds of QQ chats; each is RequestContext.ChatType and picks the reply
+// route.
+const (
+	kindGroup   = "group"   // GROUP_AT_MESSAGE_CREATE → /v2/groups/{group_openid}/messages
+	kindC2C     = "c2c"     // C2C_MESSAGE_CREATE → /v2/users/{user_openid}/messages
+	kindChannel = "channel" // AT_MESSAGE_CREATE → /channels/{channel_id}/messages
+	kindDM      = "dm"      // DIRECT_MESSAGE_CREATE → /dms/{guild_id}/messages
+)
+
+// errNotRunning is returned for events that arrive while Run is not running.
+var errNotRunning = errors.New("qq adapter not running")
+
+// onMessage takes one message event from the gateway or the webhook. It
+// returns an error only when the message could not be recorded, so that a
+// webhook call is answered as failed and QQ delivers it again.
+func (a *Adapter) onMessage(p *dto.WSPayload, kind string, m *dto.Message) error {
+	a.noteSeq(p)
+	ctx, ok := a.running()
+	if !ok {
+		return errNotRunning
+	}
+	if m == nil || m.ID == "" {
+		return nil
+	}
+	// The event id catches a re-delivery at once, commands included; the
+	// message id (AcceptOnce, through the ChatStore) also across restarts.
+	if p.EventID != "" && !a.events.add(p.EventID) {
+		a.log.Debug().Str("eventId", p.EventID).Msg("re-delivered qq event ignored")
+		return nil
+	}
+	err := a.handleMessage(ctx, p, kind, m)
+	if err != nil && p.EventID != "" {
+		a.events.remove(p.EventID)
+	}
+	return err
+}
+
+func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind string, m *dto.Message) error {
+	// Bots (this one included) never trigger a run: two bots in one
+	// channel would otherwise talk to each other forever.
+	if m.Author != nil && m.Author.Bot {
+		return nil
+	}
+	in, key := normalize(kind, m)
+	if key == "" {
+		a.log.Warn().Str("eventType", string(p.Type)).Str("messageId", m.ID).Msg("qq message without a chat id ignored")
+		return nil
+	}
+	req := chat.RequestContext{
+		Channel: chat.ChannelQQ, ChatID: in.ChatID, ChatKey: key, UserID: in.UserID,
+		ChatType: kind, Username: in.Username, MessageID: in.MessageID,
+	}
+	text := a.stripMention(m.Content, m.Mentions)
+	if cmd, ok := command(text); ok {
+		if reply, ok := a.opts.Commands.Reply(ctx, cmd, req); ok {
+			a.noteAsync(req, reply)
+			return nil
+		}
+	}
+	text = strings.TrimSpace(text + describeAttachments(m.Attachments))
+	if text == "" {
+		text = "(empty message)"
+	}
+	in.Text = text
+	meta := map[string]any{"eventId": p.EventID, "eventType": string(p.Type)}
+	if m.GuildID != "" {
+		meta["guildId"] = m.GuildID
+	}
+	t, err := a.opts.Engine.Ingress.AcceptOnce(ctx, adapters.Submission{
+		Channel: chat.ChannelQQ, ChatKey: key, Message: in, Meta: meta,
+	})
+	switch {
+	case errors.Is(err, adapters.ErrDuplicate):
+		a.log.Debug().Str("chatKey", key).Str("messageId", in.MessageID).Msg("re-delivered qq message ignored")
+		return nil
+	case adapters.IsBusy(err):
+		// The message is logged; tell the user rather than stay silent.
+		a.noteAsync(req, "I'm overloaded right now and can't take your message. Please try again in a minute.")
+		return nil
+	case err != nil:
+		return err
+	}
+	if t.Position > 0 && a.opts.BusyNote {
+		a.noteIfStillWaiting(t.ID, req)
+	}
+	return nil
+}
+
+// normalize maps an event to the message the core sees and its chatKey
+// (DESIGN §3). Guild DMs are keyed by the DM session's guild id, which is
+// also where replies go: qq:dm:<guild_id>.
+func normalize(kind string, m *dto.Message) (adapters.IncomingChatMessage, string) {
+	in := adapters.IncomingChatMessage{ChatType: kind, MessageID: m.ID}
+	if m.Author != nil {
+		in.UserID, in.Username = m.Author.ID, m.Author.Username
+	}
+	switch kind {
+	case kindGroup:
+		in.ChatID = m.GroupID
+	case kindC2C:
+		in.ChatID = in.UserID
+	case kindChannel:
+		in.ChatID = m.ChannelID
+	case kindDM:
+		in.ChatID = m.GuildID
+	}
+	if in.ChatID == "" {
+		return in, ""
+	}
+	return in, "qq:" + kind + ":" + in.ChatID
+}
+
+// stripMention removes the bot's own mention (<@!id> or <@id>) from
+// content. The id comes from READY; in webhook mode there is none, and the
+// bot is whichever bot the message mentions.
+func (a *Adapter) stripMention(content string, mentions []*dto.User) string {
+	a.mu.Lock()
+	ids := []string{a.botID}
+	a.mu.Unlock()
+	if ids[0] == "" {
+		ids = ids[:0]
+		for _, u := range mentions {
+			if u != nil && u.Bot && u.ID != "" {
+				ids = append(ids, u.ID)
+			}
+		}
+	}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		content = strings.ReplaceAll(content, "<@!"+id+">", "")
+		content = strings.ReplaceAll(content, "<@"+id+">", "")
+	}
+	return strings.TrimSpace(content)
+}
+
+// command returns the command of "/name args" ("/help" → "help").
+func command(text string) (string, bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", false
+	}
+	name, _, _ := strings.Cut(strings.Fields(text)[0][1:], "@")
+	return name, name != ""
+}
+
+// describeAttachments names attachments in the text the model sees.
+func describeAttachments(atts []*dto.MessageAttachment) string {
+	var b strings.Builder
+	for _, at := range atts {
+		if at == nil || at.URL == "" {
+			continue
+		}
+		kind := at.ContentType
+		if kind == "" {
+			kind = "file"
+		}
+		url := at.URL
+		if !strings.Contains(url, "://") {
+			url = "https://" + url // QQ often sends them without a scheme
+		}
+		fmt.Fprintf(&b, "\n[attachment (%s): %s]", kind, url)
+	}
+	return b.String()
+}
+
+// noteIfStillWaiting tells the chat its place in line if the message has
+// not started after BusyAfter: a short wait needs no note.
+func (a *Adapter) noteIfStillWaiting(id string, req chat.RequestContext) {
+	ctx, ok := a.running()
+	if !ok {
+		return
+	}
+	a.spawn(func() {
+		if !sleepCtx(ctx, a.opts.BusyAfter) {
+			return
+		}
+		pos, ok := a.opts.Engine.Queue.Position(id)
+		if !ok || pos == 0 || !a.busy.Allow(req.ChatKey) {
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		a.sendNote(sctx, req, adapters.BusyText(pos))
+	})
+}
+
+// noteAsync sends a note in the background: the event handler must return
+// quickly (botgo handles one event at a time; QQ expects a webhook answer
+// within seconds).
+func (a *Adapter) noteAsync(req chat.RequestContext, text string) {
+	ctx, ok := a.running()
+	if !ok {
+		return
+	}
+	a.spawn(func() {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		a.sendNote(sctx, req, text)
+	})
+}
+
+// sendNote sends a message of the adapter's own (a command's answer, a busy
+// note) as a passive reply; failures are only logged.
+func (a *Adapter) sendNote(ctx context.Context, req chat.RequestContext, text string) {
+	if err := a.sendText(ctx, req, text); err != nil {
+		a.log.Warn().Err(err).Str("chatKey", req.ChatKey).Msg("sending a qq note failed")
+	}
+}

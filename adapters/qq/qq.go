@@ -1,0 +1,261 @@
+// Package qq connects ship to a QQ bot: group @-messages, C2C (one-to-one)
+// chats, guild channel @-messages and guild direct messages, received over
+// QQ's gateway websocket or its webhook.
+//
+// It uses github.com/tencent-connect/botgo v0.2.1: its openapi client for
+// every REST call, its websocket client for the gateway connection, its
+// event parsing and its dto types. botgo's SessionManager cannot be stopped,
+// so the connection loop (reconnect, resume, backoff) is ours (gateway.go);
+// botgo's package-level state sits behind botgoseam.go; the access token
+// comes from our own source (token.go), which refreshes it before it expires
+// and can drop it when QQ says it expired.
+package qq
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tencent-connect/botgo"
+	"github.com/tencent-connect/botgo/dto"
+	"github.com/tencent-connect/botgo/openapi"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Modes of receiving events.
+const (
+	ModeWebsocket = "websocket"
+	ModeWebhook   = "webhook"
+)
+
+// WebhookPath is where ship's HTTP server takes QQ's webhook calls.
+const WebhookPath = "/webhook/qq"
+
+// QQ's official base URLs (botgo's constants in package constant).
+const (
+	DefaultAPIBase        = "https://api.sgroup.qq.com"
+	DefaultSandboxAPIBase = "https://sandbox.api.sgroup.qq.com"
+	DefaultTokenBase      = "https://bots.qq.com"
+)
+
+// Options configure the adapter.
+type Options struct {
+	AppID     string
+	AppSecret string
+	// Sandbox sends API calls to QQ's sandbox environment.
+	Sandbox bool
+	// APIBase replaces the API base URL ("" → DefaultAPIBase, or
+	// DefaultSandboxAPIBase with Sandbox). TokenBase replaces the token
+	// endpoint's base URL ("" → DefaultTokenBase).
+	APIBase   string
+	TokenBase string
+	// Mode is ModeWebsocket ("" → the default) or ModeWebhook.
+	Mode string
+	// WebhookSecret is the secret QQ signs webhook calls with ("" →
+	// AppSecret, which is what QQ uses).
+	WebhookSecret string
+	// Intents is the gateway's intents bit mask (0 → group and C2C
+	// messages 1<<25, guild @-messages 1<<30, guild DMs 1<<12). QQ refuses
+	// a bot that asks for events it may not receive (close 4014): a bot
+	// without guild permissions, say, sets 1<<25.
+	Intents int
+	// BusyNote tells a chat when its message waits in the queue, once it has
+	// waited BusyAfter (0 → 3 s). The note is a passive reply and so uses up
+	// one of the message's replies.
+	BusyNote  bool
+	BusyAfter time.Duration
+	// ReconnectBackoff is the first wait before reconnecting the gateway or
+	// retrying the token endpoint; it doubles up to a minute (0 → 1 s).
+	ReconnectBackoff time.Duration
+	// MaxAttempts per reply part for 5xx, 429 and network errors (0 → 4);
+	// RetryBase is the first wait between them (0 → 1 s).
+	MaxAttempts int
+	RetryBase   time.Duration
+	// HTTPClient fetches access tokens (nil → a client with a 10 s timeout).
+	// API calls go through botgo's own client.
+	HTTPClient *http.Client
+	Engine     *adapters.Engine
+	Commands   *adapters.Commands
+	Logger     zerolog.Logger
+}
+
+// Adapter is the QQ connection.
+type Adapter struct {
+	opts    Options
+	log     zerolog.Logger
+	status  adapters.StatusBox
+	busy    adapters.BusyNotes
+	tokens  *tokenSource
+	seqs    seqCounter
+	events  recentSet // event ids already handled
+	hookKey ed25519.PrivateKey
+	hook    *dto.Session // what webhook payloads carry, to route them here
+
+	apiMu sync.Mutex // botgo's openapi client is not safe for concurrent calls
+	api   openapi.OpenAPI
+
+	mu      sync.Mutex
+	runCtx  context.Context // set while Run runs
+	started bool            // Run was called: the API domains are set
+	closing bool            // no new background work
+	bg      sync.WaitGroup  // busy notes and the token refresher
+	botID   string
+	gw      gatewayState
+}
+
+// New checks the options and registers the adapter's dispatcher for the qq
+// channel. Nothing is sent over the network until Run.
+func New(opts Options) (*Adapter, error) {
+	if opts.AppID == "" || opts.AppSecret == "" {
+		return nil, errors.New("qq: no app credentials: set QQ_APP_ID and QQ_APP_SECRET")
+	}
+	if opts.Engine == nil || opts.Commands == nil {
+		return nil, errors.New("qq: Engine and Commands are required")
+	}
+	switch opts.Mode {
+	case "":
+		opts.Mode = ModeWebsocket
+	case ModeWebsocket, ModeWebhook:
+	default:
+		return nil, fmt.Errorf("qq: mode %q must be websocket or webhook", opts.Mode)
+	}
+	if opts.APIBase == "" {
+		opts.APIBase = DefaultAPIBase
+		if opts.Sandbox {
+			opts.APIBase = DefaultSandboxAPIBase
+		}
+	}
+	opts.APIBase = strings.TrimRight(opts.APIBase, "/")
+	if opts.TokenBase == "" {
+		opts.TokenBase = DefaultTokenBase
+	}
+	opts.TokenBase = strings.TrimRight(opts.TokenBase, "/")
+	if opts.WebhookSecret == "" {
+		opts.WebhookSecret = opts.AppSecret
+	}
+	initBotgo()
+	if opts.Intents == 0 {
+		opts.Intents = int(defaultIntents)
+	}
+	if opts.BusyAfter <= 0 {
+		opts.BusyAfter = 3 * time.Second
+	}
+	if opts.ReconnectBackoff <= 0 {
+		opts.ReconnectBackoff = time.Second
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 4
+	}
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	log := opts.Logger.With().Str("channel", chat.ChannelQQ).Logger()
+	a := &Adapter{
+		opts:    opts,
+		log:     log,
+		hookKey: signingKey(opts.WebhookSecret),
+		hook:    &dto.Session{AppID: opts.AppID},
+	}
+	a.tokens = newTokenSource(opts.AppID, opts.AppSecret, opts.TokenBase, opts.HTTPClient, log, a.backoff)
+	// botgo reads the API base from its package variables on every call;
+	// Run sets them (sandbox or not, both to opts.APIBase).
+	a.api = botgo.NewOpenAPI(opts.AppID, a.tokens).WithTimeout(10 * time.Second)
+	a.status.Set(chat.ChannelQQ, "starting", "")
+	opts.Engine.Registry.Register(chat.ChannelQQ, chat.DispatcherFunc(a.sendText))
+	return a, nil
+}
+
+// Name is the channel name.
+func (a *Adapter) Name() string { return chat.ChannelQQ }
+
+// Status reports the adapter's state.
+func (a *Adapter) Status() adapters.Status { return a.status.Get() }
+
+// Run gets an access token, then receives events until ctx ends: over the
+// gateway websocket, or (webhook mode) through ServeHTTP while it waits.
+// It returns nil on ctx's end, and an error only when QQ refuses the bot for
+// good (bad credentials, bot banned, intents not allowed).
+func (a *Adapter) Run(ctx context.Context) (err error) {
+	release, err := acquireBotgo(a, domains{api: a.opts.APIBase, token: a.opts.TokenBase})
+	if err != nil {
+		a.status.Set(chat.ChannelQQ, "failed", err.Error())
+		return err
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(ctx)
+	a.mu.Lock()
+	a.runCtx, a.started, a.closing = ctx, true, false
+	a.mu.Unlock()
+	defer func() {
+		cancel()
+		a.mu.Lock()
+		a.closing = true
+		a.mu.Unlock()
+		a.bg.Wait() // busy notes and the token refresher
+		if err != nil {
+			a.status.Set(chat.ChannelQQ, "failed", err.Error())
+		} else {
+			a.status.Set(chat.ChannelQQ, "stopped", "")
+		}
+	}()
+
+	if err := a.tokens.first(ctx, func(err error) {
+		a.status.Set(chat.ChannelQQ, "reconnecting", err.Error())
+	}); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	a.spawn(func() { a.tokens.refreshLoop(ctx) })
+
+	if a.opts.Mode == ModeWebhook {
+		a.status.Set(chat.ChannelQQ, "running", "webhook at "+WebhookPath)
+		a.log.Info().Str("path", WebhookPath).Msg("qq webhook ready")
+		<-ctx.Done()
+		return nil
+	}
+	return a.runGateway(ctx)
+}
+
+// running returns Run's context while Run runs.
+func (a *Adapter) running() (context.Context, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.runCtx == nil || a.runCtx.Err() != nil {
+		return nil, false
+	}
+	return a.runCtx, true
+}
+
+// spawn runs fn in the background; Run waits for it before returning, so
+// nothing of this adapter runs on after it.
+func (a *Adapter) spawn(fn func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closing {
+		return
+	}
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		fn()
+	}()
+}
+
+// backoff is the wait before reconnect attempt n (0-based): ReconnectBackoff
+// doubling up to a minute, with jitter.
+func (a *Adapter) backoff(attempt int) time.Duration {
+	return jitter(min(a.opts.ReconnectBackoff<<min(attempt, 16), time.Minute))
+}

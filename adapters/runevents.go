@@ -1,0 +1,284 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/events"
+)
+
+// chatSendTool is the tool whose text is what the user sees; its arguments
+// are streamed as content while the model writes them.
+const chatSendTool = "chat_send"
+
+// runEvents turns one run's steps into the events of seeds/003. Content
+// events carry what the user sees: the model's own text, and the text of
+// each chat_send call (streamed from its arguments when the provider
+// streams, else whole once delivered).
+type runEvents struct {
+	bus     *events.Bus
+	base    events.Event // taskId, chatKey, channel
+	trigger string
+
+	mu       sync.Mutex
+	textStep int // step whose text message is open (0: none)
+	textIdx  int
+	replies  map[string]*replyStream // by step/callIndex
+	calls    map[int]int             // tool_call events seen per step
+	shown    map[string]bool         // texts already sent as content
+}
+
+type replyStream struct {
+	id   string
+	idx  int
+	args string
+	sent int // runes of the decoded text already published
+}
+
+func newRunEvents(bus *events.Bus, item QueueItem) *runEvents {
+	return &runEvents{
+		bus:     bus,
+		base:    events.Event{TaskID: item.ID, ChatKey: item.ChatKey, Channel: item.Request.Channel},
+		trigger: item.Request.MessageID,
+		replies: map[string]*replyStream{},
+		calls:   map[int]int{},
+		shown:   map[string]bool{},
+	}
+}
+
+func (r *runEvents) publish(e events.Event) {
+	if r.bus == nil {
+		return
+	}
+	e.TaskID, e.ChatKey, e.Channel = r.base.TaskID, r.base.ChatKey, r.base.Channel
+	r.bus.Publish(e)
+}
+
+func (r *runEvents) started(instructions string) {
+	r.publish(events.Event{Type: events.TypeUserMessageRouted, UserMessageID: r.trigger})
+	name := []rune(strings.Join(strings.Fields(instructions), " "))
+	if len(name) > 20 {
+		name = name[:20]
+	}
+	r.publish(events.Event{Type: events.TypeTaskStarted, TriggerMessageID: r.trigger, TaskName: string(name)})
+}
+
+func (r *runEvents) content(id string, idx int, text string) {
+	r.publish(events.Event{Type: events.TypeContent, MessageID: id, Index: idx, Content: text})
+}
+
+// step handles one runtime step event.
+func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.Type {
+	case agent.StepTextDelta:
+		if r.textStep != ev.Step {
+			r.textStep, r.textIdx = ev.Step, 0
+		}
+		r.content(r.textID(ev.Step), r.textIdx, ev.Text)
+		r.textIdx++
+	case agent.StepText:
+		if r.textStep != ev.Step { // not streamed: the whole text at once
+			r.content(r.textID(ev.Step), 0, ev.Text)
+		}
+		r.content(r.textID(ev.Step), -1, "")
+		r.textStep = 0
+		r.shown[ev.Text] = true
+	case agent.StepToolCallDelta:
+		if ev.Tool != chatSendTool {
+			return
+		}
+		key := fmt.Sprintf("%d/%d", ev.Step, ev.CallIndex)
+		rs := r.replies[key]
+		if rs == nil {
+			rs = &replyStream{id: fmt.Sprintf("%s-r%d-%d", r.base.TaskID, ev.Step, ev.CallIndex)}
+			r.replies[key] = rs
+		}
+		rs.args += ev.Text
+		if text, ok := partialTextField(rs.args); ok {
+			if runes := []rune(text); len(runes) > rs.sent {
+				r.content(rs.id, rs.idx, string(runes[rs.sent:]))
+				rs.idx++
+				rs.sent = len(runes)
+			}
+		}
+	case agent.StepToolCall:
+		r.publish(events.Event{Type: events.TypeAbilityRequest, CallID: ev.CallID, AbilityID: ev.Tool, Input: ev.Input})
+	case agent.StepToolResult:
+		idx := r.calls[ev.Step]
+		r.calls[ev.Step]++
+		r.publish(events.Event{Type: events.TypeAbilityResponse, CallID: ev.CallID, AbilityID: ev.Tool, Result: invokeResult(ev)})
+		if ev.Tool == chatSendTool {
+			r.replyDone(fmt.Sprintf("%d/%d", ev.Step, idx), ev)
+		}
+	}
+}
+
+// replyDone closes a chat_send message: published whole if it was not
+// streamed (and delivered), ended with index -1 either way.
+func (r *runEvents) replyDone(key string, ev agent.StepEvent) {
+	rs := r.replies[key]
+	var args struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal([]byte(ev.Input), &args)
+	if rs == nil {
+		if !ev.OK {
+			return // nothing reached the user, nothing to show
+		}
+		rs = &replyStream{id: fmt.Sprintf("%s-r%d-%d", r.base.TaskID, ev.Step, r.calls[ev.Step]-1)}
+		r.content(rs.id, 0, args.Text)
+	}
+	r.content(rs.id, -1, "")
+	if ev.OK {
+		r.shown[args.Text] = true
+	}
+}
+
+// fallback shows the final-output fallback's text unless it was shown as
+// the model's text already.
+func (r *runEvents) fallback(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shown[text] {
+		return
+	}
+	id := r.base.TaskID + "-final"
+	r.content(id, 0, text)
+	r.content(id, -1, "")
+}
+
+func (r *runEvents) finished(res agent.AgentResult, err error, durationMS int64) {
+	if err != nil {
+		r.publish(events.Event{Type: events.TypeError, UserMessageID: r.trigger, ErrorCode: errorCode(err), ErrorMessage: res.Output})
+		return
+	}
+	e := events.Event{Type: events.TypeTaskCompleted, DurationMS: durationMS}
+	if u := res.Usage; u.PromptTokens+u.CompletionTokens > 0 {
+		e.Usage = &events.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	}
+	r.publish(e)
+}
+
+func (r *runEvents) textID(step int) string { return fmt.Sprintf("%s-t%d", r.base.TaskID, step) }
+
+func errorCode(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case strings.Contains(err.Error(), context.DeadlineExceeded.Error()):
+		return "TIMEOUT"
+	case strings.Contains(err.Error(), "running model"):
+		return "LLM_FAILED"
+	default:
+		return "RUN_FAILED"
+	}
+}
+
+// invokeResult maps a tool result to seeds/003's InvokeResult union.
+func invokeResult(ev agent.StepEvent) *events.InvokeResult {
+	if ev.OK {
+		return &events.InvokeResult{Type: "success", Result: ev.Output}
+	}
+	var out struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(ev.Output), &out)
+	switch {
+	case strings.HasPrefix(out.Error, "unknown tool"):
+		return &events.InvokeResult{Type: "invalid-ability", Message: out.Error}
+	case strings.HasPrefix(out.Error, "arguments"):
+		return &events.InvokeResult{Type: "invalid-input", Message: out.Error}
+	case out.Error == "":
+		return &events.InvokeResult{Type: "unknown-failure", Message: ev.Output}
+	}
+	return &events.InvokeResult{Type: "error", Error: out.Error}
+}
+
+// partialTextField decodes as much of the "text" string of a JSON object
+// as has arrived, so a reply can be shown while it is being written.
+func partialTextField(s string) (string, bool) {
+	i := strings.Index(s, `"text"`)
+	if i < 0 {
+		return "", false
+	}
+	rest := strings.TrimLeft(s[i+len(`"text"`):], " \t\r\n")
+	if !strings.HasPrefix(rest, ":") {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest[1:], " \t\r\n")
+	if !strings.HasPrefix(rest, `"`) {
+		return "", false
+	}
+	var b strings.Builder
+	for j := 1; j < len(rest); {
+		c := rest[j]
+		switch {
+		case c == '"':
+			return b.String(), true
+		case c == '\\':
+			if j+1 >= len(rest) {
+				return b.String(), true
+			}
+			esc := rest[j+1]
+			if esc == 'u' {
+				if j+6 > len(rest) {
+					return b.String(), true
+				}
+				var r rune
+				if _, err := fmt.Sscanf(rest[j+2:j+6], "%04x", &r); err != nil {
+					return b.String(), true
+				}
+				j += 6
+				if utf16.IsSurrogate(r) {
+					if j+6 > len(rest) {
+						return b.String(), true
+					}
+					var r2 rune
+					if rest[j] == '\\' && rest[j+1] == 'u' {
+						if _, err := fmt.Sscanf(rest[j+2:j+6], "%04x", &r2); err == nil {
+							r = utf16.DecodeRune(r, r2)
+							j += 6
+						}
+					}
+				}
+				b.WriteRune(r)
+				continue
+			}
+			b.WriteByte(unescape(esc))
+			j += 2
+		default:
+			r, size := utf8.DecodeRuneInString(rest[j:])
+			if r == utf8.RuneError && size < 2 && !utf8.FullRuneInString(rest[j:]) {
+				return b.String(), true
+			}
+			b.WriteString(rest[j : j+size])
+			j += size
+		}
+	}
+	return b.String(), true
+}
+
+// unescape returns the byte a one-letter JSON escape stands for.
+func unescape(esc byte) byte {
+	switch esc {
+	case 'n':
+		return '\n'
+	case 't':
+		return '\t'
+	case 'r':
+		return '\r'
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	}
+	return esc // \" \\ \/
+}

@@ -1,0 +1,208 @@
+package fakeqq
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// apiError is QQ's error body.
+type apiError struct {
+	status  int
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.calls[r.URL.Path]++
+	trace := "trace-" + strconv.Itoa(s.nextIDLocked())
+	s.mu.Unlock()
+	w.Header().Set(traceHeader, trace)
+
+	switch {
+	case r.URL.Path == gatewayPath:
+		s.serveGateway(w, r)
+		return
+	case r.URL.Path == TokenPath && r.Method == http.MethodPost:
+		s.serveToken(w, r)
+		return
+	}
+	if e := s.checkAuth(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.injected(r.URL.Path); e != nil {
+		writeError(w, e)
+		return
+	}
+	kind, target, ok := route(r.URL.Path)
+	switch {
+	case r.URL.Path == GatewayBotPath && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, map[string]any{
+			"url": s.gatewayURL(), "shards": 1,
+			"session_start_limit": map[string]any{"total": 1000, "remaining": 999, "reset_after": 86400000, "max_concurrency": 2},
+		})
+	case ok && r.Method == http.MethodPost:
+		s.postMessage(w, r, kind, target)
+	default:
+		writeError(w, &apiError{status: http.StatusNotFound, Code: 404, Message: "not found"})
+	}
+}
+
+// route recognises the four message endpoints.
+func route(path string) (kind, target string, ok bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) == 4 && parts[0] == "v2" && parts[1] == "groups" && parts[3] == "messages":
+		return "group", parts[2], parts[2] != ""
+	case len(parts) == 4 && parts[0] == "v2" && parts[1] == "users" && parts[3] == "messages":
+		return "c2c", parts[2], parts[2] != ""
+	case len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
+		return "channel", parts[1], parts[1] != ""
+	case len(parts) == 3 && parts[0] == "dms" && parts[2] == "messages":
+		return "dm", parts[1], parts[1] != ""
+	}
+	return "", "", false
+}
+
+// checkAuth accepts only "QQBot <token>" with a token the fake issued that
+// has not expired, as the platform does.
+func (s *Server) checkAuth(r *http.Request) *apiError {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "QQBot ")
+	if !ok {
+		return &apiError{status: http.StatusUnauthorized, Code: CodeAuthInvalid, Message: "authorization header invalid: want QQBot {access_token}"}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if exp, ok := s.tokens[tok]; !ok || !time.Now().Before(exp) {
+		return &apiError{status: http.StatusUnauthorized, Code: CodeTokenExpired, Message: "token not exist or expire"}
+	}
+	return nil
+}
+
+func (s *Server) injected(path string) *apiError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.fails[path]
+	if len(q) == 0 {
+		return nil
+	}
+	f := q[0]
+	s.fails[path] = q[1:]
+	return &apiError{status: f.Status, Code: f.Code, Message: f.Message}
+}
+
+// serveToken is POST /app/getAppAccessToken. Like QQ it hands out the
+// current token again (with its remaining lifetime) until that token is
+// within 60 s of expiring; old tokens stay valid until they expire.
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AppID        string `json:"appId"`
+		ClientSecret string `json:"clientSecret"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(&req); err != nil {
+		writeError(w, &apiError{status: http.StatusBadRequest, Code: 100007, Message: "invalid request body"})
+		return
+	}
+	if e := s.injected(TokenPath); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.AppID != s.opts.AppID || req.ClientSecret != s.opts.AppSecret {
+		// QQ answers bad credentials with HTTP 200 and a code.
+		writeJSON(w, http.StatusOK, apiError{Code: CodeBadAppSecret, Message: "invalid appid or secret"})
+		return
+	}
+	s.mu.Lock()
+	now := time.Now()
+	tok, exp := s.current, s.tokens[s.current]
+	if tok == "" || exp.Sub(now) <= tokenRenewWindow {
+		tok = fmt.Sprintf("tok-%d", s.nextIDLocked())
+		exp = now.Add(s.opts.TokenLifetime)
+		s.tokens[tok], s.current = exp, tok
+	}
+	s.tokenCalls++
+	s.broadcastLocked()
+	s.mu.Unlock()
+	left := max(int64(exp.Sub(now).Round(time.Second)/time.Second), 1)
+	writeJSON(w, http.StatusOK, map[string]string{"access_token": tok, "expires_in": strconv.FormatInt(left, 10)})
+}
+
+// postMessage records a message and answers as QQ does.
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, kind, target string) {
+	var body struct {
+		Content string `json:"content"`
+		MsgID   string `json:"msg_id"`
+		MsgSeq  int    `json:"msg_seq"`
+		MsgType *int   `json:"msg_type"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(&body); err != nil {
+		writeError(w, &apiError{status: http.StatusBadRequest, Code: 40034001, Message: "invalid request body: " + err.Error()})
+		return
+	}
+	if strings.TrimSpace(body.Content) == "" {
+		writeError(w, &apiError{status: http.StatusBadRequest, Code: 40034002, Message: "message content is empty"})
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if body.MsgID != "" {
+		if !s.known[body.MsgID] {
+			writeError(w, &apiError{status: http.StatusBadRequest, Code: CodeMsgIDInvalid, Message: "msg_id invalid"})
+			return
+		}
+		key := body.MsgID + "\x00" + strconv.Itoa(body.MsgSeq)
+		if s.replied[key] {
+			writeError(w, &apiError{status: http.StatusBadRequest, Code: CodeDuplicateSeq, Message: "消息被去重，请检查请求msgseq"})
+			return
+		}
+		s.replied[key] = true
+	}
+	msgType := -1
+	if body.MsgType != nil {
+		msgType = *body.MsgType
+	}
+	now := time.Now()
+	sent := Sent{
+		Path: r.URL.Path, Kind: kind, Target: target, Content: body.Content,
+		MsgID: body.MsgID, MsgSeq: body.MsgSeq, MsgType: msgType,
+		ID: fmt.Sprintf("BOTMSG-%d", s.nextIDLocked()), At: now,
+	}
+	s.sent = append(s.sent, sent)
+	s.broadcastLocked()
+	ts := now.Format(time.RFC3339)
+	if kind == "group" || kind == "c2c" {
+		writeJSON(w, http.StatusOK, map[string]any{"id": sent.ID, "timestamp": ts})
+		return
+	}
+	m := map[string]any{
+		"id": sent.ID, "content": body.Content, "timestamp": ts,
+		"author": map[string]any{"id": s.opts.BotID, "username": s.opts.BotUsername, "bot": true},
+	}
+	if kind == "channel" {
+		m["channel_id"] = target
+	} else {
+		m["guild_id"], m["direct_message"] = target, true
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, e)
+}

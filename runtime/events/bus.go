@@ -1,0 +1,140 @@
+package events
+
+import (
+	"sync"
+	"time"
+)
+
+// Bus fans events out to subscribers. Publish never blocks: a subscriber
+// that does not keep up is cut off (its channel closed, Overflowed true)
+// rather than slowing the runtime or anyone else.
+type Bus struct {
+	now    func() time.Time
+	replay int
+
+	mu     sync.Mutex
+	nextID uint64
+	ring   []Event // the last `replay` events, oldest first
+	subs   map[*Subscription]struct{}
+}
+
+// Subscription receives the events its filter accepts on C.
+type Subscription struct {
+	C      <-chan Event
+	c      chan Event
+	filter func(Event) bool
+	bus    *Bus
+
+	mu         sync.Mutex
+	closed     bool
+	overflowed bool
+}
+
+// DefaultReplay is how many recent events a Bus keeps for Last-Event-ID.
+const DefaultReplay = 1024
+
+// NewBus returns a bus that keeps the last replay events (0 → DefaultReplay).
+func NewBus(replay int) *Bus {
+	if replay <= 0 {
+		replay = DefaultReplay
+	}
+	return &Bus{now: time.Now, replay: replay, subs: make(map[*Subscription]struct{})}
+}
+
+// Publish stamps e with an id (and a timestamp when it has none) and hands
+// it to every subscriber whose filter accepts it.
+func (b *Bus) Publish(e Event) Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextID++
+	e.ID = b.nextID
+	if e.Timestamp == 0 {
+		e.Timestamp = b.now().UnixMilli()
+	}
+	if len(b.ring) == b.replay {
+		copy(b.ring, b.ring[1:])
+		b.ring = b.ring[:len(b.ring)-1]
+	}
+	b.ring = append(b.ring, e)
+	for s := range b.subs {
+		if s.filter != nil && !s.filter(e) {
+			continue
+		}
+		select {
+		case s.c <- e:
+		default:
+			s.overflow()
+			delete(b.subs, s)
+		}
+	}
+	return e
+}
+
+// Subscribe starts a subscription with a buffer of buf events (0 → 256).
+// When after > 0, the retained events with a larger id that pass filter are
+// delivered first (Last-Event-ID); whether events were lost in between is
+// reported by complete: false when the replay window no longer reaches back.
+func (b *Bus) Subscribe(filter func(Event) bool, after uint64, buf int) (s *Subscription, complete bool) {
+	if buf <= 0 {
+		buf = 256
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var backlog []Event
+	complete = true
+	if after > 0 {
+		if len(b.ring) > 0 && b.ring[0].ID > after+1 {
+			complete = false
+		}
+		for _, e := range b.ring {
+			if e.ID > after && (filter == nil || filter(e)) {
+				backlog = append(backlog, e)
+			}
+		}
+	}
+	c := make(chan Event, buf+len(backlog))
+	for _, e := range backlog {
+		c <- e
+	}
+	s = &Subscription{C: c, c: c, filter: filter, bus: b}
+	b.subs[s] = struct{}{}
+	return s, complete
+}
+
+// Close ends the subscription; C is closed.
+func (s *Subscription) Close() {
+	s.bus.mu.Lock()
+	delete(s.bus.subs, s)
+	s.bus.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.c)
+	}
+}
+
+// Overflowed reports whether the subscription was cut off for falling
+// behind (its channel is closed then).
+func (s *Subscription) Overflowed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overflowed
+}
+
+// overflow is called with the bus lock held.
+func (s *Subscription) overflow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.overflowed, s.closed = true, true
+		close(s.c)
+	}
+}
+
+// Subscribers is how many subscriptions are open.
+func (b *Bus) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
+}

@@ -1,0 +1,115 @@
+// Package events carries what happens during runs to whoever watches: the
+// typed events of seeds/003 (task_started, content, ability_request, …)
+// published on a Bus that SSE clients subscribe to.
+package events
+
+import (
+	"encoding/json"
+)
+
+// Event types (seeds/003).
+const (
+	TypeTaskStarted       = "task_started"
+	TypeUserMessageRouted = "user_message_routed"
+	TypeContent           = "content"
+	TypeAbilityRequest    = "ability_request"
+	TypeAbilityResponse   = "ability_response"
+	TypeTaskCompleted     = "task_completed"
+	TypeError             = "error"
+)
+
+// Event is one event of a run. Which fields are sent depends on Type; see
+// MarshalJSON. Every event has a timestamp and, when it belongs to a chat,
+// its chatKey.
+type Event struct {
+	// ID orders events on the bus; SSE sends it as the frame id so a
+	// client can resume with Last-Event-ID.
+	ID        uint64
+	Type      string
+	Timestamp int64 // ms since the Unix epoch
+	TaskID    string
+	ChatKey   string
+	Channel   string
+
+	TriggerMessageID string // task_started
+	TaskName         string // task_started
+	UserMessageID    string // user_message_routed, error
+
+	MessageID string // content
+	Index     int    // content: 0, 1, … and -1 for the end of the message
+	Content   string // content
+
+	CallID    string        // ability_*
+	AbilityID string        // ability_*: the tool's name
+	Input     string        // ability_request: raw JSON arguments
+	Result    *InvokeResult // ability_response
+
+	DurationMS int64  // task_completed
+	Usage      *Usage // task_completed, when the provider reported it
+
+	ErrorCode    string // error
+	ErrorMessage string // error
+}
+
+// InvokeResult is the outcome of an ability call, in the seeds/003 union
+// shape: {type: success, result} | {type: error, error} | {type:
+// invalid-ability|invalid-input|unknown-failure, message}.
+type InvokeResult struct {
+	Type    string `json:"type"`
+	Result  string `json:"result,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Usage is the tokens a run used, as the provider reported them.
+type Usage struct {
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+}
+
+// MarshalJSON writes the fields of the event's type, no more: a content
+// event always has index and content (index 0 and "" are meaningful), a
+// task_completed event never has a stray empty content.
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"type": e.Type, "timestamp": e.Timestamp}
+	opt := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	opt("taskId", e.TaskID)
+	opt("chatKey", e.ChatKey)
+	opt("channel", e.Channel)
+	switch e.Type {
+	case TypeTaskStarted:
+		m["triggerMessageId"] = e.TriggerMessageID
+		m["taskName"] = e.TaskName
+	case TypeUserMessageRouted:
+		m["userMessageId"] = e.UserMessageID
+	case TypeContent:
+		m["messageId"] = e.MessageID
+		m["index"] = e.Index
+		m["content"] = e.Content
+	case TypeAbilityRequest:
+		m["callId"] = e.CallID
+		m["abilityId"] = e.AbilityID
+		m["input"] = e.Input
+	case TypeAbilityResponse:
+		m["callId"] = e.CallID
+		m["abilityId"] = e.AbilityID
+		m["result"] = e.Result
+	case TypeTaskCompleted:
+		m["durationMs"] = e.DurationMS
+		if e.Usage != nil {
+			m["usage"] = e.Usage
+		}
+	case TypeError:
+		opt("userMessageId", e.UserMessageID)
+		m["errorCode"] = e.ErrorCode
+		m["errorMessage"] = e.ErrorMessage
+	}
+	return json.Marshal(m)
+}
+
+// Final reports whether e ends its run (task_completed or error).
+func (e Event) Final() bool { return e.Type == TypeTaskCompleted || e.Type == TypeError }

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// sendRequest is the body of POST /api/send (seeds/003).
+type sendRequest struct {
+	UserMessageID  *string    `json:"userMessageId"`
+	Message        *string    `json:"message"`
+	ChatID         *string    `json:"chatId"`
+	UserID         *string    `json:"userId"`
+	LLMConfig      *llmConfig `json:"llmConfig"`
+	RelatedTaskIDs []string   `json:"relatedTaskIds"`
+}
+
+type llmConfig struct {
+	Provider    string   `json:"provider"`
+	Model       string   `json:"model"`
+	TopP        *float64 `json:"topP"`
+	Temperature *float64 `json:"temperature"`
+}
+
+// handleSend takes a message and answers at once; the run's events arrive
+// on the SSE streams. userMessageId makes it idempotent: the same id again
+// (also after a restart) is "duplicate" and runs nothing. A rejected
+// request does not use up its id.
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	body, ierr := s.readBody(w, r)
+	if ierr != nil {
+		writeError(w, r, ierr.status, ierr.code, ierr.message)
+		return
+	}
+	var req sendRequest
+	if ierr := decodeStrict(body, &req); ierr != nil {
+		writeError(w, r, ierr.status, ierr.code, ierr.message)
+		return
+	}
+	in, ierr := s.validateSend(req)
+	if ierr != nil {
+		writeError(w, r, ierr.status, ierr.code, ierr.message)
+		return
+	}
+	_, err := s.opts.Engine.Ingress.AcceptOnce(r.Context(), adapters.Submission{
+		ID:      "t-" + randomHex(8),
+		Channel: chat.ChannelAPI,
+		ChatKey: in.chatKey,
+		Message: adapters.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
+	})
+	status := "ok"
+	switch {
+	case errors.Is(err, adapters.ErrDuplicate):
+		status = "duplicate"
+	case err != nil:
+		s.writeAcceptError(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": status, "receivedMessageId": in.messageID})
+}
+
+func (s *Server) validateSend(req sendRequest) (executeInput, *inputError) {
+	if req.UserMessageID == nil || strings.TrimSpace(*req.UserMessageID) == "" {
+		return executeInput{}, invalid("userMessageId is required and must be a non-empty string")
+	}
+	if ierr := checkID("userMessageId", *req.UserMessageID); ierr != nil {
+		return executeInput{}, ierr
+	}
+	if req.Message == nil || strings.TrimSpace(*req.Message) == "" {
+		return executeInput{}, invalid("message is required and must be a non-empty string")
+	}
+	if n := utf8.RuneCountInString(*req.Message); n > s.opts.MaxInstructionChars {
+		return executeInput{}, invalid("message is %d characters, over the limit of %d", n, s.opts.MaxInstructionChars)
+	}
+	if c := req.LLMConfig; c != nil {
+		if c.Provider == "" || c.Model == "" {
+			return executeInput{}, invalid("llmConfig.provider and llmConfig.model must be non-empty strings")
+		}
+		if !s.hasModel(c.Provider, c.Model) {
+			return executeInput{}, invalid("llmConfig %s/%s is not configured on this server (GET /api/models lists what is)", c.Provider, c.Model)
+		}
+		if c.TopP != nil && (*c.TopP < 0 || *c.TopP > 1) {
+			return executeInput{}, invalid("llmConfig.topP must be between 0 and 1")
+		}
+		if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2) {
+			return executeInput{}, invalid("llmConfig.temperature must be between 0 and 2")
+		}
+	}
+	for _, id := range req.RelatedTaskIDs {
+		if ierr := checkID("relatedTaskIds", id); ierr != nil {
+			return executeInput{}, ierr
+		}
+	}
+	return validateExecute(executeRequest{Instructions: req.Message, ChatID: req.ChatID, UserID: req.UserID, MessageID: req.UserMessageID}, s.opts.MaxInstructionChars)
+}
+
+func (s *Server) hasModel(provider, model string) bool {
+	for _, m := range s.opts.Models {
+		if strings.EqualFold(m.Provider, provider) && m.Model == model {
+			return true
+		}
+	}
+	return false
+}
