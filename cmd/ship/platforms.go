@@ -8,6 +8,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/feishu"
+	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/runtime/config"
 )
@@ -41,6 +43,51 @@ func newAdapters(cfg config.Config, engine *adapters.Engine, model string, log z
 		out = append(out, a)
 		if tc.Mode == telegram.ModeWebhook {
 			webhooks["POST "+telegram.WebhookPath] = a
+		}
+	}
+	if fc := cfg.Adapters.Feishu; fc.On() {
+		a, err := feishu.New(feishu.Options{
+			AppID:             fc.AppID,
+			AppSecret:         fc.AppSecret,
+			Domain:            fc.Domain,
+			Mode:              fc.Mode,
+			VerificationToken: fc.VerificationToken,
+			EncryptKey:        fc.EncryptKey,
+			BusyNote:          fc.BusyNote == nil || *fc.BusyNote,
+			CacheDir:          cfg.StatePath(".cache", "feishu"),
+			Engine:            engine,
+			Commands:          commands,
+			Logger:            log,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, a)
+		if fc.Mode == feishu.ModeWebhook {
+			webhooks["POST "+feishu.WebhookPath] = a
+		}
+	}
+	if qc := cfg.Adapters.QQ; qc.On() {
+		a, err := qq.New(qq.Options{
+			AppID:         qc.AppID,
+			AppSecret:     qc.AppSecret,
+			Sandbox:       qc.Sandbox,
+			APIBase:       qc.APIBase,
+			TokenBase:     qc.TokenBase,
+			Mode:          qc.Mode,
+			WebhookSecret: qc.WebhookSecret,
+			Intents:       qc.Intents,
+			BusyNote:      qc.BusyNote == nil || *qc.BusyNote,
+			Engine:        engine,
+			Commands:      commands,
+			Logger:        log,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, a)
+		if qc.Mode == qq.ModeWebhook {
+			webhooks["POST "+qq.WebhookPath] = a
 		}
 	}
 	return out, webhooks, nil

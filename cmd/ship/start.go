@@ -115,7 +115,10 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 			Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency, RunTimeout: cfg.RunTimeout(),
 		},
 		SegmentBytes: cfg.Store.SegmentBytes,
-		Logger:       log,
+		// Streaming lets SSE clients and `ship chat` see replies as the
+		// model writes them.
+		Stream: true,
+		Logger: log,
 	})
 	if err != nil {
 		return err
@@ -128,7 +131,9 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	}
 	srv, err := server.New(server.Options{
 		Engine: engine, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
-		Adapters: func() []server.AdapterStatus { return adapterStatus(cfg, platforms) }, Webhooks: webhooks, Logger: log,
+		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
+		Models:      []server.ModelInfo{{Name: modelName, Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}},
+		CORSOrigins: cfg.Server.CORSOrigins,
 	})
 	if err != nil {
 		_, _ = engine.Close(ctx)
@@ -150,7 +155,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.Token != "").Msg("http api listening")
 	adapterCtx, stopAdapters := context.WithCancel(context.Background())
 	adaptersDone := runAdapters(adapterCtx, platforms, log)
-	for _, a := range adapterStatus(cfg, platforms) {
+	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
 	printReady(cmd.OutOrStdout(), ln.Addr().String(), modelName, cfg.Dir, time.Since(started))
@@ -200,26 +205,11 @@ func printReady(w io.Writer, addr, model, dir string, took time.Duration) {
 	fmt.Fprintf(w, "Press Ctrl+C to stop.\n")
 }
 
-// adapterStatus reports the api channel and each platform: a running
-// adapter reports itself; one with credentials but not built yet says so
-// rather than pretending to run.
-func adapterStatus(cfg config.Config, running []adapters.Adapter) []server.AdapterStatus {
+// adapterStatus reports the api channel and each running platform adapter.
+func adapterStatus(running []adapters.Adapter) []server.AdapterStatus {
 	out := []server.AdapterStatus{{Name: chat.ChannelAPI, State: "running", Detail: "POST /api/execute"}}
-	have := map[string]bool{}
 	for _, a := range running {
 		out = append(out, a.Status())
-		have[a.Name()] = true
-	}
-	for _, a := range []struct {
-		name string
-		on   bool
-	}{
-		{chat.ChannelFeishu, cfg.Adapters.Feishu.On()},
-		{chat.ChannelQQ, cfg.Adapters.QQ.On()},
-	} {
-		if a.on && !have[a.name] {
-			out = append(out, server.AdapterStatus{Name: a.name, State: "unavailable", Detail: "configured, but this build has no " + a.name + " adapter yet"})
-		}
 	}
 	return out
 }

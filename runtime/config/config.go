@@ -44,6 +44,9 @@ type ServerConfig struct {
 	Host  string `json:"host,omitempty"`
 	Port  int    `json:"port,omitempty"`
 	Token string `json:"token,omitempty"`
+	// CORSOrigins may call the API from a browser ("*" for any); none by
+	// default.
+	CORSOrigins []string `json:"corsOrigins,omitempty"`
 }
 
 // QueueConfig is the global QueryQueue.
@@ -109,7 +112,16 @@ type FeishuConfig struct {
 	Enabled   *bool  `json:"enabled,omitempty"`
 	AppID     string `json:"appId,omitempty"`
 	AppSecret string `json:"appSecret,omitempty"`
-	Domain    string `json:"domain,omitempty"`
+	// Domain is "feishu" (default), "lark" or a base URL; it serves both the
+	// open API and the websocket endpoint.
+	Domain string `json:"domain,omitempty"`
+	// Mode is "websocket" (default: no public address needed) or "webhook".
+	Mode              string `json:"mode,omitempty"`
+	VerificationToken string `json:"verificationToken,omitempty"`
+	// EncryptKey is required in webhook mode: without it Feishu's events
+	// are neither signed nor encrypted.
+	EncryptKey string `json:"encryptKey,omitempty"`
+	BusyNote   *bool  `json:"busyNote,omitempty"`
 }
 
 // QQConfig is the QQ adapter.
@@ -120,6 +132,15 @@ type QQConfig struct {
 	Sandbox   bool   `json:"sandbox,omitempty"`
 	APIBase   string `json:"apiBase,omitempty"`
 	TokenBase string `json:"tokenBase,omitempty"`
+	// Mode is "websocket" (default) or "webhook".
+	Mode string `json:"mode,omitempty"`
+	// WebhookSecret is the key QQ signs webhook calls with (default: the
+	// app secret).
+	WebhookSecret string `json:"webhookSecret,omitempty"`
+	// Intents is the gateway intents bit mask (default: groups and C2C,
+	// guild @ messages, guild DMs).
+	Intents  int   `json:"intents,omitempty"`
+	BusyNote *bool `json:"busyNote,omitempty"`
 }
 
 // On reports whether an adapter runs: it has credentials and ship.json does
@@ -253,10 +274,15 @@ func applyEnv(cfg *Config, lookup LookupEnv) error {
 	str("FEISHU_APP_ID", &cfg.Adapters.Feishu.AppID)
 	str("FEISHU_APP_SECRET", &cfg.Adapters.Feishu.AppSecret)
 	str("FEISHU_DOMAIN", &cfg.Adapters.Feishu.Domain)
+	str("FEISHU_MODE", &cfg.Adapters.Feishu.Mode)
+	str("FEISHU_ENCRYPT_KEY", &cfg.Adapters.Feishu.EncryptKey)
+	str("FEISHU_VERIFICATION_TOKEN", &cfg.Adapters.Feishu.VerificationToken)
 	str("QQ_APP_ID", &cfg.Adapters.QQ.AppID)
 	str("QQ_APP_SECRET", &cfg.Adapters.QQ.AppSecret)
 	str("QQ_API_BASE", &cfg.Adapters.QQ.APIBase)
 	str("QQ_TOKEN_BASE", &cfg.Adapters.QQ.TokenBase)
+	str("QQ_MODE", &cfg.Adapters.QQ.Mode)
+	str("QQ_WEBHOOK_SECRET", &cfg.Adapters.QQ.WebhookSecret)
 	if v, ok := lookup("SHIP_PORT"); ok && v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 0 || p > 65535 {
