@@ -1,0 +1,35 @@
+package adapters
+
+import "testing"
+
+func TestPartialTextFieldDecodesWhatHasArrived(t *testing.T) {
+	full := `{"text":"héllo \"world\"\n\u00e9 \ud83d\ude00 end"}`
+	want := "héllo \"world\"\n\u00e9 \U0001F600 end"
+	// Every prefix decodes to a prefix of the final text, never garbage.
+	for i := 0; i <= len(full); i++ {
+		got, ok := partialTextField(full[:i])
+		if !ok {
+			continue
+		}
+		if len(got) > len(want) || want[:len(got)] != got {
+			t.Fatalf("prefix %q decoded to %q, not a prefix of %q", full[:i], got, want)
+		}
+	}
+	if got, _ := partialTextField(full); got != want {
+		t.Errorf("full: %q, want %q", got, want)
+	}
+	for _, s := range []string{``, `{`, `{"tex`, `{"text"`, `{"text":`, `{"other":"x"}`} {
+		if got, _ := partialTextField(s); got != "" {
+			t.Errorf("%q decoded to %q", s, got)
+		}
+	}
+}
+
+func FuzzPartialTextField(f *testing.F) {
+	f.Add(`{"text":"a\"b\\c\u00e9\ud83d\ude00"}`)
+	f.Add(`{"text" : "\u12`)
+	f.Add(`{"text":"\`)
+	f.Fuzz(func(t *testing.T, s string) {
+		partialTextField(s) // must not panic on any input
+	})
+}
