@@ -15,6 +15,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
@@ -70,6 +71,7 @@ type harnessOptions struct {
 	stream      bool
 	agentMD     string
 	history     agent.HistoryLimits
+	journal     bool // keep a pending-work journal in dir/.ship
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -79,6 +81,7 @@ type harness struct {
 	t       *testing.T
 	dir     string
 	fake    *fakeopenai.Server
+	logs    *logbuf.Buffer
 	engine  *adapters.Engine
 	store   *chat.Store
 	out     *outbox
@@ -112,7 +115,12 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		}
 		model = m
 	}
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	h.logs = &logbuf.Buffer{}
+	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), h.logs)).Level(zerolog.WarnLevel)
+	journalPath := ""
+	if o.journal {
+		journalPath = filepath.Join(h.dir, ".ship", "pending.jsonl")
+	}
 	eng, err := adapters.NewEngine(adapters.EngineOptions{
 		ChatsDir:     filepath.Join(h.dir, ".ship", "chats"),
 		Durability:   chat.DurabilityNone,
@@ -122,6 +130,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Queue:        adapters.QueueOptions{Capacity: o.capacity, Concurrency: o.concurrency},
 		Stream:       o.stream,
 		RetryBackoff: time.Millisecond,
+		JournalPath:  journalPath,
 		Logger:       log,
 	})
 	if err != nil {
@@ -135,6 +144,21 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 
 // close stops the queue and the store, as a shutdown would.
 func (h *harness) close() { _, _ = h.engine.Close(context.Background()) }
+
+// waitIdle waits until nothing is waiting or running in the queue.
+func (h *harness) waitIdle() {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // hang guard
+	for {
+		if st := h.queue.Stats(); st.Waiting == 0 && st.Running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatal("queue never went idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 func chatKeyOf(chatID string) string { return "telegram:chat:" + chatID }
 

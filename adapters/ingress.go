@@ -2,8 +2,12 @@ package adapters
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -18,7 +22,28 @@ type Ingress struct {
 	Queue *QueryQueue
 	Log   zerolog.Logger
 
+	// Journal, when set, records accepted work durably (see Journal).
+	Journal *Journal
+
 	seen seenSet // see AcceptOnce
+	ids  idGen
+}
+
+// idGen names runs uniquely across restarts: the journal outlives a
+// process, and a new process must not reuse an earlier one's ids.
+type idGen struct {
+	once sync.Once
+	boot string
+	n    atomic.Uint64
+}
+
+func (g *idGen) next() string {
+	g.once.Do(func() {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		g.boot = hex.EncodeToString(b)
+	})
+	return fmt.Sprintf("m-%s-%d", g.boot, g.n.Add(1))
 }
 
 // Submission is one message handed to Accept.
@@ -41,23 +66,48 @@ type Submission struct {
 	DeferSync bool
 }
 
-// Accept logs the message as a user entry and queues it. The message is in
-// the ChatStore before Accept returns, so a platform may be acknowledged
-// then. When the queue refuses it, the refusal is logged next to it and the
+// Accept logs the message as a user entry and queues it. When Accept
+// returns, the message is durable (in the pending-work journal, or in the
+// ChatStore when there is no journal), so a platform may be acknowledged.
+// When the queue refuses it, the refusal is logged next to it and the
 // error (ErrQueueFull or ErrQueueStopped) returned for a "busy" reply.
 func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
-	e, err := userEntry(s.Channel, s.ChatKey, s.Message, s.Meta)
-	if err != nil {
-		return Ticket{}, err
+	return in.enqueue(ctx, s, true)
+}
+
+// enqueue journals and queues s, first logging it as a user entry when
+// logUser (a crash leftover already has its entry).
+func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Ticket, error) {
+	if s.ID == "" {
+		s.ID = in.ids.next()
 	}
+	journaled := in.Journal != nil && !s.DeferSync
 	var pending *chat.Pending
-	if s.DeferSync {
-		_, pending, err = in.Store.AppendDeferred(ctx, e)
-	} else {
-		_, err = in.Store.Append(ctx, e)
+	if logUser {
+		e, err := userEntry(s.Channel, s.ChatKey, s.Message, s.Meta)
+		if err != nil {
+			return Ticket{}, err
+		}
+		if s.DeferSync || journaled {
+			_, pending, err = in.Store.AppendDeferred(ctx, e)
+		} else {
+			_, err = in.Store.Append(ctx, e)
+		}
+		if err != nil {
+			return Ticket{}, fmt.Errorf("recording message: %w", err)
+		}
 	}
-	if err != nil {
-		return Ticket{}, fmt.Errorf("recording message: %w", err)
+	if journaled {
+		// The journal record is what makes the message durable (recovery
+		// restores a lost log entry from it): one fsync, not two.
+		if pending != nil {
+			pending.Release()
+			pending = nil
+		}
+		req := requestOf(s.Channel, s.ChatKey, s.Message)
+		if err := in.Journal.Add(JournalItem{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text}); err != nil {
+			return Ticket{}, fmt.Errorf("recording message: %w", err)
+		}
 	}
 	onDone := s.OnDone
 	if pending != nil {
@@ -73,10 +123,15 @@ func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
 			}
 		}
 	}
-	t, err := in.Queue.Enqueue(in.item(s, onDone))
+	item := in.item(s, onDone)
+	item.Journaled = journaled
+	t, err := in.Queue.Enqueue(item)
 	if err != nil {
 		if pending != nil {
 			_ = pending.Wait() // the refusal below is fsynced anyway
+		}
+		if journaled {
+			_ = in.Journal.Done(s.ID)
 		}
 		reason := "not answered: " + err.Error()
 		if _, lerr := in.Store.Append(ctx, chat.ChatLogEntryV1{

@@ -81,10 +81,7 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	case stateUnanswered:
 		in.Log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
 			Msg("re-delivered message was logged but never answered (crash?): running it now")
-		t, err = in.Queue.Enqueue(in.item(s, s.OnDone))
-		if err != nil {
-			err = fmt.Errorf("queueing message: %w", err)
-		}
+		t, err = in.enqueue(ctx, s, false)
 	default:
 		t, err = in.Accept(ctx, s)
 	}

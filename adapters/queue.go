@@ -77,6 +77,9 @@ type QueueItem struct {
 	// API waits on it); OnStep sees every step of the run (streaming).
 	OnDone func(Outcome)
 	OnStep func(ctx context.Context, ev agent.StepEvent)
+	// Journaled says the item is in the pending-work journal, which the
+	// runner then keeps up to date.
+	Journaled bool
 }
 
 // QueueHandler runs one item. ctx carries the per-item run timeout and the

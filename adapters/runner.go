@@ -31,7 +31,9 @@ type Runner struct {
 	Registry *chat.Registry
 	// Events, when set, receives the run's events.
 	Events *events.Bus
-	Log    zerolog.Logger
+	// Journal, when set, is kept up to date for journaled items.
+	Journal *Journal
+	Log     zerolog.Logger
 }
 
 // Handle runs one item.
@@ -41,6 +43,24 @@ func (r *Runner) Handle(ctx context.Context, item QueueItem) {
 	ctx = log.WithContext(ctx)
 	ctx = chat.WithRequest(ctx, item.Request)
 	ctx = chat.WithRegistry(ctx, r.Registry)
+	if item.Journaled && r.Journal != nil {
+		if err := r.Journal.Start(item.ID); err != nil {
+			log.Error().Err(err).Msg("journal: recording the start of a run")
+		}
+		// A reply is recorded before it goes out, so a crash after it can
+		// never lead to a second one.
+		ctx = chat.WithBeforeSend(ctx, func() error { return r.Journal.Sending(item.ID) })
+		defer func() {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				// Cut short by shutdown: left pending, the next start
+				// resumes it (unless it had begun replying).
+				return
+			}
+			if err := r.Journal.Done(item.ID); err != nil {
+				log.Error().Err(err).Msg("journal: recording the end of a run")
+			}
+		}()
+	}
 
 	started := time.Now()
 	ev := newRunEvents(r.Events, item)

@@ -155,6 +155,11 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.Token != "").Msg("http api listening")
 	adapterCtx, stopAdapters := context.WithCancel(context.Background())
 	adaptersDone := runAdapters(adapterCtx, platforms, log)
+	// Dispatchers are registered (by the adapters' New): messages accepted
+	// before the last stop can be answered now.
+	if n := engine.Recover(ctx); n > 0 {
+		log.Info().Int("messages", n).Msg("recovery: answering messages accepted before the last stop")
+	}
 	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}

@@ -85,6 +85,11 @@ func Deliver(ctx context.Context, store *Store, text, via string) error {
 	if !ok {
 		return fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
 	}
+	if hook, ok := ctx.Value(beforeSendKey{}).(func() error); ok {
+		if err := hook(); err != nil {
+			return fmt.Errorf("recording the reply before sending: %w", err)
+		}
+	}
 	if err := d.SendText(ctx, req, text); err != nil {
 		return fmt.Errorf("delivering to %s: %w", req.Channel, err)
 	}
@@ -115,6 +120,16 @@ func Deliver(ctx context.Context, store *Store, text, via string) error {
 		zerolog.Ctx(ctx).Error().Err(err).Str("chatKey", req.ChatKey).Msg("logging delivered reply")
 	}
 	return nil
+}
+
+type beforeSendKey struct{}
+
+// WithBeforeSend returns a context whose Deliver calls hook before handing
+// text to the platform, and sends nothing when it fails. The runner records
+// the intent to reply durably here, so that after a crash a message whose
+// reply may have gone out is never run (and answered) again.
+func WithBeforeSend(ctx context.Context, hook func() error) context.Context {
+	return context.WithValue(ctx, beforeSendKey{}, hook)
 }
 
 // Ways a reply was delivered, recorded in the assistant entry's meta.via.

@@ -184,8 +184,8 @@ func (s *Store) Append(ctx context.Context, e ChatLogEntryV1) (ChatLogEntryV1, e
 // caller waits with Pending.Wait before it acknowledges the entry to anyone.
 // A reply appended to the same chat meanwhile is fsynced with it, so a turn
 // whose acknowledgement is its answer (the HTTP API) costs one fsync, not
-// two. Wait must be called exactly once, also on paths that give up: until
-// then the chat's file handle stays open.
+// two. Wait or Release must be called once, also on paths that give up:
+// until then the chat's file handle stays open.
 func (s *Store) AppendDeferred(ctx context.Context, e ChatLogEntryV1) (ChatLogEntryV1, *Pending, error) {
 	return s.append(ctx, e)
 }
@@ -198,6 +198,17 @@ type Pending struct {
 	seq  uint64
 	once sync.Once
 	err  error
+}
+
+// Release gives the handle back without waiting for durability: for an
+// entry whose durability another record already guarantees (the pending
+// work journal). Wait after Release returns nil at once.
+func (p *Pending) Release() {
+	p.once.Do(func() {
+		if p.cf != nil {
+			p.s.release(p.cf)
+		}
+	})
 }
 
 // Wait returns once the entry is on stable storage (at once with

@@ -1,0 +1,261 @@
+package adapters
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// Journal is the durable record of accepted work. An accepted message is
+// added (and fsynced) before its platform is acknowledged; its run is
+// marked started and done; and before any reply goes out a send intent is
+// fsynced. After a crash, OpenJournal hands back what never finished, and
+// Engine.Recover decides per item: run it again, leave it (it may have
+// replied already: a reply is never sent twice), or mark it failed after
+// repeated crashes.
+type Journal struct {
+	path    string
+	durable bool
+
+	mu      sync.Mutex // guards f, size, pending
+	f       *os.File
+	size    int64
+	pending map[string]*JournalItem
+
+	written atomic.Uint64
+	syncMu  sync.Mutex
+	synced  uint64
+}
+
+// JournalItem is one accepted message that has not finished.
+type JournalItem struct {
+	ID       string              `json:"id"`
+	ChatKey  string              `json:"chatKey"`
+	Request  chat.RequestContext `json:"request"`
+	Text     string              `json:"text"`
+	Accepted int64               `json:"accepted"` // ms
+	// Attempts counts runs started; Sends counts replies attempted.
+	Attempts int `json:"attempts,omitempty"`
+	Sends    int `json:"sends,omitempty"`
+}
+
+type journalRecord struct {
+	Op   string       `json:"op"` // add | start | send | done
+	ID   string       `json:"id"`
+	Item *JournalItem `json:"item,omitempty"`
+}
+
+// journalCompactBytes is the size past which the file is rewritten with
+// only the unfinished items.
+const journalCompactBytes = 8 << 20
+
+// OpenJournal reads the journal at path (creating it), compacts it to the
+// unfinished items and returns them oldest first. A torn last line (a crash
+// mid-write) is skipped.
+func OpenJournal(path string, durable bool) (*Journal, []JournalItem, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("opening journal: %w", err)
+	}
+	j := &Journal{path: path, durable: durable, pending: map[string]*JournalItem{}}
+	if err := j.load(); err != nil {
+		return nil, nil, err
+	}
+	if err := j.rewrite(); err != nil {
+		return nil, nil, err
+	}
+	items := make([]JournalItem, 0, len(j.pending))
+	for _, it := range j.pending {
+		items = append(items, *it)
+	}
+	sort.Slice(items, func(a, b int) bool { return items[a].Accepted < items[b].Accepted })
+	return j, items, nil
+}
+
+func (j *Journal) load() error {
+	f, err := os.Open(j.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading journal: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var r journalRecord
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.ID == "" {
+			continue // torn or foreign line
+		}
+		j.apply(r)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading journal: %w", err)
+	}
+	return nil
+}
+
+func (j *Journal) apply(r journalRecord) {
+	switch r.Op {
+	case "add":
+		if r.Item != nil {
+			it := *r.Item
+			j.pending[r.ID] = &it
+		}
+	case "start":
+		if it := j.pending[r.ID]; it != nil {
+			it.Attempts++
+		}
+	case "send":
+		if it := j.pending[r.ID]; it != nil {
+			it.Sends++
+		}
+	case "done":
+		delete(j.pending, r.ID)
+	}
+}
+
+// rewrite replaces the file with one add record per unfinished item,
+// atomically (write, fsync, rename), and reopens it for appending.
+func (j *Journal) rewrite() error {
+	tmp := j.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("compacting journal: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	var size int64
+	for _, it := range j.pending {
+		b, _ := json.Marshal(journalRecord{Op: "add", ID: it.ID, Item: it})
+		n, _ := w.Write(append(b, '\n'))
+		size += int64(n)
+	}
+	err = w.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(j.path))
+	}
+	if err != nil {
+		return fmt.Errorf("compacting journal: %w", err)
+	}
+	if j.f != nil {
+		j.f.Close()
+	}
+	j.f, err = os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening journal: %w", err)
+	}
+	j.size = size
+	return nil
+}
+
+// Add records an accepted message; it is durable when Add returns.
+func (j *Journal) Add(it JournalItem) error {
+	it.Accepted = time.Now().UnixMilli()
+	return j.write(journalRecord{Op: "add", ID: it.ID, Item: &it}, true)
+}
+
+// Start records that a run began (flushed with the next durable record).
+func (j *Journal) Start(id string) error { return j.write(journalRecord{Op: "start", ID: id}, false) }
+
+// Sending records, durably, that a reply is about to go out.
+func (j *Journal) Sending(id string) error { return j.write(journalRecord{Op: "send", ID: id}, true) }
+
+// Done records that an item finished, however it ended.
+func (j *Journal) Done(id string) error { return j.write(journalRecord{Op: "done", ID: id}, false) }
+
+// Pending is how many items have not finished.
+func (j *Journal) Pending() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.pending)
+}
+
+func (j *Journal) write(r journalRecord, sync bool) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("writing journal: %w", err)
+	}
+	j.mu.Lock()
+	if j.f == nil {
+		j.mu.Unlock()
+		return errors.New("writing journal: closed")
+	}
+	n, err := j.f.Write(append(b, '\n'))
+	j.size += int64(n)
+	if err == nil {
+		j.apply(r)
+		if r.Op == "done" && j.size > journalCompactBytes {
+			err = j.rewrite()
+		}
+	}
+	seq := j.written.Add(1)
+	j.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("writing journal: %w", err)
+	}
+	if sync && j.durable {
+		return j.syncTo(seq)
+	}
+	return nil
+}
+
+// syncTo returns once an fsync that began after write seq has finished;
+// concurrent writers share one fsync.
+func (j *Journal) syncTo(seq uint64) error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if j.synced >= seq {
+		return nil
+	}
+	target := j.written.Load()
+	j.mu.Lock()
+	f := j.f
+	j.mu.Unlock()
+	if f == nil {
+		return errors.New("syncing journal: closed")
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing journal: %w", err)
+	}
+	j.synced = target
+	return nil
+}
+
+// Close closes the file; unfinished items stay for the next start.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

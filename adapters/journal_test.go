@@ -1,0 +1,108 @@
+package adapters_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+func journalItem(id, chatID, msgID, text string) adapters.JournalItem {
+	key := chatKeyOf(chatID)
+	return adapters.JournalItem{ID: id, ChatKey: key, Text: text,
+		Request: chat.RequestContext{Channel: testChannel, ChatID: chatID, ChatKey: key, MessageID: msgID, ChatType: "private"}}
+}
+
+// writeJournal leaves a journal as a crashed process would.
+func writeJournal(t *testing.T, dir string, steps func(j *adapters.Journal)) {
+	t.Helper()
+	j, _, err := adapters.OpenJournal(filepath.Join(dir, ".ship", "pending.jsonl"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps(j)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRecoveryAnswersInterruptedMessagesOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeJournal(t, dir, func(j *adapters.Journal) {
+		// Accepted, never started (crash right after the platform's ack).
+		_ = j.Add(journalItem("a", "1", "m1", "accepted, then the crash"))
+		// Started, interrupted before replying.
+		_ = j.Add(journalItem("b", "2", "m2", "interrupted mid-run"))
+		_ = j.Start("b")
+		// Started and about to reply: the reply may have gone out.
+		_ = j.Add(journalItem("c", "3", "m3", "was replying"))
+		_ = j.Start("c")
+		_ = j.Sending("c")
+		// Crashed ship three times in a row.
+		_ = j.Add(journalItem("d", "4", "m4", "poison"))
+		for i := 0; i < 3; i++ {
+			_ = j.Start("d")
+		}
+		// Finished: nothing to do.
+		_ = j.Add(journalItem("e", "5", "m5", "finished"))
+		_ = j.Done("e")
+	})
+	// A crash mid-write leaves half a line.
+	f, _ := os.OpenFile(filepath.Join(dir, ".ship", "pending.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"op":"add","id":"torn","item":{"chatK`)
+	f.Close()
+
+	h := newHarness(t, harnessOptions{dir: dir, journal: true})
+	if n := h.engine.Recover(context.Background()); n != 2 {
+		t.Fatalf("recovered %d messages into the queue, want 2 (a and b)", n)
+	}
+	h.waitIdle()
+	got := strings.Join(h.out.texts(""), "|")
+	if !strings.Contains(got, "echo: accepted, then the crash") || !strings.Contains(got, "echo: interrupted mid-run") || len(h.out.all()) != 2 {
+		t.Errorf("replies after recovery: %q", got)
+	}
+	// The message that may have been answered is not answered again, and
+	// the poison message is marked failed where a user and an operator see it.
+	for _, k := range []string{"3"} {
+		if len(h.out.texts(chatKeyOf(k))) != 0 {
+			t.Errorf("chat %s answered again", k)
+		}
+	}
+	failed := false
+	for _, e := range h.entries(chatKeyOf("4")) {
+		failed = failed || (e.Role == chat.RoleSystem && strings.Contains(e.Text, "failed after 3 interrupted runs"))
+	}
+	if !failed || !strings.Contains(h.logs.String(), "marked failed") {
+		t.Error("the poison message is not marked failed in the chat log and the process log")
+	}
+	// The lost log entry of "a" was restored from the journal.
+	es := h.entries(chatKeyOf("1"))
+	if len(es) != 2 || es[0].Text != "accepted, then the crash" || es[0].MessageID != "m1" {
+		t.Errorf("chat 1 log = %s", roles(es))
+	}
+	if n := h.engine.Journal.Pending(); n != 0 {
+		t.Errorf("%d items still pending after recovery", n)
+	}
+	// Telegram re-delivering a recovered message does not run it twice.
+	_, err := h.ingress.AcceptOnce(context.Background(), adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("2"),
+		Message: adapters.IncomingChatMessage{ChatID: "2", MessageID: "m2", Text: "interrupted mid-run"}})
+	if err != adapters.ErrDuplicate {
+		t.Errorf("re-delivery after recovery: %v, want ErrDuplicate", err)
+	}
+}
+
+func TestJournaledTurnLeavesNothingPending(t *testing.T) {
+	h := newHarness(t, harnessOptions{journal: true})
+	h.ask("9", "m1", "hello")
+	if n := h.engine.Journal.Pending(); n != 0 {
+		t.Errorf("%d items pending after a finished turn", n)
+	}
+	// The log entry is there although only the journal was fsynced.
+	if es := h.entries(chatKeyOf("9")); len(es) != 2 {
+		t.Errorf("log = %s", roles(es))
+	}
+}
