@@ -105,6 +105,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	}
 	engine, err := adapters.NewEngine(adapters.EngineOptions{
 		ChatsDir:    cfg.StatePath("chats"),
+		JournalPath: cfg.StatePath("pending.jsonl"),
 		Durability:  chat.Durability(cfg.Store.Durability),
 		Model:       model,
 		AgentMDPath: cfg.AgentMDPath(),
@@ -154,12 +155,14 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	log.Info().Str("model", modelName).Str("project", cfg.Dir).Msg("model ready")
 	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.Token != "").Msg("http api listening")
 	adapterCtx, stopAdapters := context.WithCancel(context.Background())
-	adaptersDone := runAdapters(adapterCtx, platforms, log)
-	// Dispatchers are registered (by the adapters' New): messages accepted
-	// before the last stop can be answered now.
+	// Recovery comes before the platforms receive anything: a chat's
+	// interrupted messages are queued ahead of its new ones, and a platform
+	// re-delivering one of them finds it already taken. The dispatchers
+	// are registered (by the adapters' New), so replies can go out.
 	if n := engine.Recover(ctx); n > 0 {
 		log.Info().Int("messages", n).Msg("recovery: answering messages accepted before the last stop")
 	}
+	adaptersDone := runAdapters(adapterCtx, platforms, log)
 	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
