@@ -27,6 +27,9 @@ type EngineOptions struct {
 	Queue        QueueOptions
 	// Stream makes the runtime stream model text to OnStep listeners.
 	Stream bool
+	// UserLimit is the per-user message rate on platforms (see UserLimiter;
+	// zero values take its generous defaults, Rate rate.Inf switches it off).
+	UserLimit UserLimiterOptions
 	// JournalPath, when set, keeps the durable record of accepted work
 	// there (<project>/.ship/pending.jsonl); see Journal and Recover.
 	JournalPath string
@@ -96,7 +99,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		Registry:  reg,
 		Runtime:   rt,
 		Queue:     q,
-		Ingress:   &Ingress{Store: store, Queue: q, Journal: journal, Log: opts.Logger},
+		Ingress:   &Ingress{Store: store, Queue: q, Journal: journal, Limiter: NewUserLimiter(opts.UserLimit), Log: opts.Logger},
 		Journal:   journal,
 		log:       opts.Logger,
 		recovered: recovered,

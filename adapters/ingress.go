@@ -24,6 +24,9 @@ type Ingress struct {
 
 	// Journal, when set, records accepted work durably (see Journal).
 	Journal *Journal
+	// Limiter, when set, caps how fast one user of a chat is answered
+	// (AcceptOnce, i.e. platform messages).
+	Limiter *UserLimiter
 
 	seen seenSet // see AcceptOnce
 	ids  idGen

@@ -2,6 +2,7 @@ package adapters_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,56 @@ func TestJournaledTurnLeavesNothingPending(t *testing.T) {
 	// The log entry is there although only the journal was fsynced.
 	if es := h.entries(chatKeyOf("9")); len(es) != 2 {
 		t.Errorf("log = %s", roles(es))
+	}
+}
+
+func TestFloodingUserIsLoggedButNotAnswered(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.engine.Ingress.Limiter = adapters.NewUserLimiter(adapters.UserLimiterOptions{Burst: 2})
+	ctx := context.Background()
+	var limited int
+	for i := 0; i < 5; i++ {
+		tk, err := h.ingress.AcceptOnce(ctx, adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
+			Message: adapters.IncomingChatMessage{ChatID: "g", MessageID: fmt.Sprint("spam", i), UserID: "spammer", Text: fmt.Sprint("spam ", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Limited {
+			limited++
+		}
+	}
+	// Another member of the same chat is not held back by the spammer.
+	tk, err := h.ingress.AcceptOnce(ctx, adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
+		Message: adapters.IncomingChatMessage{ChatID: "g", MessageID: "ok", UserID: "member", Text: "a real question"}})
+	if err != nil || tk.Limited {
+		t.Fatalf("the other member was limited: %v %+v", err, tk)
+	}
+	h.waitIdle()
+	if limited != 3 || len(h.out.all()) != 3 {
+		t.Errorf("limited %d (want 3), answered %d (want 2 of the spammer's + 1)", limited, len(h.out.all()))
+	}
+	users := 0
+	for _, e := range h.entries(chatKeyOf("g")) {
+		if e.Role == chat.RoleUser {
+			users++
+		}
+	}
+	if users != 6 {
+		t.Errorf("%d user entries logged, want all 6", users)
+	}
+}
+
+func TestOverlongPlatformTextIsCutAndSaysSo(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	long := strings.Repeat("é", adapters.MaxMessageChars+500)
+	done := make(chan adapters.Outcome, 1)
+	if _, err := h.ingress.AcceptOnce(context.Background(), adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("l"),
+		Message: adapters.IncomingChatMessage{ChatID: "l", MessageID: "1", Text: long}, OnDone: func(o adapters.Outcome) { done <- o }}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	got := h.fake.Requests()[0].LastUser()
+	if !strings.HasPrefix(got, strings.Repeat("é", adapters.MaxMessageChars)) || !strings.Contains(got, "cut at 10000 characters") {
+		t.Errorf("model saw %d bytes ending %q", len(got), got[len(got)-60:])
 	}
 }

@@ -61,6 +61,23 @@ func (s *seenSet) remove(key string) {
 // it, the earlier process died before answering, so it is queued again
 // (without logging it twice).
 func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error) {
+	// Platform text can be longer than any sensible prompt: cut it, and say
+	// so to the model, rather than refuse it.
+	if text, cut := LimitText(s.Message.Text, MaxMessageChars); cut {
+		s.Message.Text = text
+		in.Log.Warn().Str("chatKey", s.ChatKey).Str("messageId", s.Message.MessageID).Msg("message cut at the length limit")
+	}
+	if in.Limiter != nil && s.Message.UserID != "" && !in.Limiter.Allow(s.ChatKey, s.Message.UserID) {
+		// One member flooding a group must not starve the rest: the
+		// message is kept in the log (the conversation stays complete) but
+		// not run, and the platform is not asked to send it again.
+		in.Log.Warn().Str("chatKey", s.ChatKey).Str("userId", s.Message.UserID).Msg("user over the message rate limit: logged, not answered")
+		err := in.RecordOnce(ctx, s.Channel, s.ChatKey, s.Message, s.Meta)
+		if err != nil && !errors.Is(err, ErrDuplicate) {
+			return Ticket{}, err
+		}
+		return Ticket{Limited: true}, nil
+	}
 	id := s.Message.MessageID
 	if id == "" {
 		return in.Accept(ctx, s)

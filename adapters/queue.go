@@ -97,7 +97,10 @@ type QueueOptions struct {
 
 // Ticket is what Enqueue hands back: enough to tell the user where they stand.
 type Ticket struct {
-	ID string
+	// Limited is set by AcceptOnce for a message logged but not queued
+	// because its sender is over the per-user rate limit.
+	Limited bool
+	ID      string
 	// Position is 0 when the item starts now, else N ≥ 1: the item is N-th in
 	// line (1 + the waiting items that arrived before it; a running item of
 	// the same chat keeps it ≥ 1 even when workers are idle).

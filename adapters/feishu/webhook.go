@@ -6,10 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	larkevent "github.com/larksuite/oapi-sdk-go/v3/event"
 )
@@ -52,6 +54,10 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plain, err := a.verifyWebhook(r.Header, body)
+	if errors.Is(err, errInvalidText) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"msg": "event is not valid UTF-8"})
+		return
+	}
 	if err != nil {
 		a.log.Warn().Str("reason", err.Error()).Str("remote", r.RemoteAddr).Msg("feishu webhook call refused")
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"msg": "unauthorized"})
@@ -113,9 +119,12 @@ func (a *Adapter) verifyWebhook(h http.Header, body []byte) (webhookPlain, error
 	if json.Unmarshal(body, &enc) != nil || enc.Encrypt == "" {
 		return p, errNotEncrypted
 	}
-	plain, err := larkevent.EventDecrypt(enc.Encrypt, a.opts.EncryptKey)
+	plain, err := decrypt(enc.Encrypt, a.opts.EncryptKey)
 	if err != nil || json.Unmarshal(plain, &p) != nil {
 		return webhookPlain{}, errNotEncrypted
+	}
+	if !utf8.Valid(plain) {
+		return webhookPlain{}, errInvalidText
 	}
 	token := p.Token
 	if p.Header != nil {
@@ -139,4 +148,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// errInvalidText refuses an event whose text is not valid UTF-8: it would
+// reach the model mangled.
+var errInvalidText = errors.New("event is not valid UTF-8")
+
+// decrypt wraps the SDK's EventDecrypt, which panics (slices out of range)
+// on ciphertext whose plaintext has a '}' before its first '{' — something
+// any caller can send, key or not.
+func decrypt(ciphertext, key string) (plain []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			plain, err = nil, fmt.Errorf("decrypting event: %v", p)
+		}
+	}()
+	return larkevent.EventDecrypt(ciphertext, key)
 }

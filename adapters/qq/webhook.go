@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tencent-connect/botgo/dto"
 	"github.com/tencent-connect/botgo/event"
@@ -53,6 +54,10 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !a.signatureOK(r.Header, body) {
 		a.log.Warn().Str("remote", r.RemoteAddr).Msg("qq webhook call with a bad signature rejected")
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return
+	}
+	if !utf8.Valid(body) {
+		http.Error(w, "body is not valid UTF-8", http.StatusBadRequest)
 		return
 	}
 	p := &dto.WSPayload{}

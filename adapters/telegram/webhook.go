@@ -8,11 +8,15 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"unicode/utf8"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/shipmyagent/ship/runtime/chat"
 )
+
+// maxWebhookBody bounds an update; real ones are a few KB.
+const maxWebhookBody = 1 << 20
 
 // secretHeader carries the secret_token given to setWebhook.
 const secretHeader = "X-Telegram-Bot-Api-Secret-Token"
@@ -58,9 +62,17 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	case err != nil:
 		http.Error(w, "unreadable body", http.StatusBadRequest)
+		return
+	case !utf8.Valid(body):
+		http.Error(w, "body is not valid UTF-8", http.StatusBadRequest)
 		return
 	}
 	if !json.Valid(body) {
