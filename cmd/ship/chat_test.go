@@ -247,3 +247,16 @@ func TestEventJSONShapes(t *testing.T) {
 		t.Errorf("line = %q", got)
 	}
 }
+
+func TestRenderMarkdownKeepsTheWordsAndCode(t *testing.T) {
+	in := "# Title\nSome **bold** and `code`.\n```go\nfmt.Println(\"hi\")  // spaced\n```\nend"
+	out := renderMarkdown(in, 80)
+	for _, want := range []string{"Title", "bold", "code", `fmt.Println("hi")  // spaced`, "end"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendered output lost %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "**") || strings.Contains(out, "# Title") {
+		t.Errorf("markup left in:\n%s", out)
+	}
+}

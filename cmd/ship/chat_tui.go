@@ -10,7 +10,6 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/glamour"
 
 	"github.com/shipmyagent/ship/internal/shipclient"
 )
@@ -66,9 +65,7 @@ type chatModel struct {
 	now  func() time.Time
 	st   tuiStyles
 
-	width   int
-	md      *glamour.TermRenderer
-	mdWidth int
+	width int
 
 	editor  editor
 	sent    []string // earlier inputs, for Up/Down
