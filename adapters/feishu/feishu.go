@@ -277,7 +277,7 @@ func (a *Adapter) identify(ctx context.Context) (string, error) {
 		}
 		a.status.Set(chat.ChannelFeishu, "reconnecting", err.Error())
 		a.log.Warn().Err(err).Msg("feishu bot info failed; retrying")
-		if !sleepCtx(ctx, backoff(attempt)) {
+		if !adapters.SleepCtx(ctx, adapters.Backoff(attempt)) {
 			return "", ctx.Err()
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
@@ -202,13 +203,13 @@ func (a *Adapter) sendPart(ctx context.Context, req chat.RequestContext, text, u
 			attempt--
 			continue
 		case outcomeRateLimited:
-			wait = jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
+			wait = adapters.Jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
 			if s, perr := strconv.Atoi(res.header.Get(rateResetHeader)); perr == nil && s > 0 {
 				wait = time.Duration(s) * time.Second
 			}
 			log.Warn().Int("code", res.code).Dur("wait", wait).Msg("feishu rate limit; waiting")
 		case outcomeTransient:
-			wait = jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
+			wait = adapters.Jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
 			log.Warn().Str("error", a.failure(res, err)).Dur("wait", wait).Msg("feishu send failed; retrying")
 		default:
 			if err != nil && ctx.Err() != nil {
@@ -221,7 +222,7 @@ func (a *Adapter) sendPart(ctx context.Context, req chat.RequestContext, text, u
 		if attempt >= a.opts.Limits.MaxAttempts {
 			return fmt.Errorf("feishu send failed after %d attempts: %s", attempt, a.failure(res, err))
 		}
-		if !sleepCtx(ctx, min(wait, a.opts.Limits.MaxWait)) {
+		if !adapters.SleepCtx(ctx, min(wait, a.opts.Limits.MaxWait)) {
 			return fmt.Errorf("feishu send: %w", ctx.Err())
 		}
 	}

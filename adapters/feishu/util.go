@@ -3,7 +3,6 @@ package feishu
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,8 @@ import (
 	"github.com/larksuite/oapi-sdk-go/v3/core/httpserverext"
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
 	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/adapters"
 )
 
 // sdkLogger routes the SDK's logs into zerolog. The SDK logs requests,
@@ -80,7 +81,7 @@ func (b *background) goAfter(d time.Duration, f func(ctx context.Context)) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		if d > 0 && !sleepCtx(b.ctx, d) {
+		if d > 0 && !adapters.SleepCtx(b.ctx, d) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
@@ -96,29 +97,4 @@ func (b *background) close() {
 	b.mu.Unlock()
 	b.cancel()
 	b.wg.Wait()
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// backoff is for reconnecting: 1 s doubling to 1 min, with jitter.
-func backoff(attempt int) time.Duration {
-	return jitter(time.Second << min(attempt, 6))
-}
-
-// jitter spreads d by ±25 % so retries from many chats do not align.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return d - d/4 + time.Duration(rand.Int64N(int64(d)/2+1))
 }

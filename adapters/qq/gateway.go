@@ -13,6 +13,7 @@ import (
 	"github.com/tencent-connect/botgo/websocket"
 	"github.com/tencent-connect/botgo/websocket/client"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
@@ -47,7 +48,7 @@ func (a *Adapter) runGateway(ctx context.Context) error {
 				}
 				a.status.Set(chat.ChannelQQ, "reconnecting", err.Error())
 				a.log.Warn().Err(err).Msg("getting the qq gateway address failed; retrying")
-				sleepCtx(ctx, a.backoff(failures))
+				adapters.SleepCtx(ctx, a.backoff(failures))
 				failures++
 				continue
 			}
@@ -70,7 +71,7 @@ func (a *Adapter) runGateway(ctx context.Context) error {
 		a.status.Set(chat.ChannelQQ, "reconnecting", err.Error())
 		if wait {
 			a.log.Warn().Err(err).Int("attempt", failures+1).Msg("qq gateway connection lost; reconnecting")
-			sleepCtx(ctx, a.backoff(failures))
+			adapters.SleepCtx(ctx, a.backoff(failures))
 			failures++
 		} else {
 			a.log.Info().Err(err).Msg("qq gateway asked for a reconnect")

@@ -187,7 +187,7 @@ func (a *Adapter) noteIfStillWaiting(id string, req chat.RequestContext) {
 		return
 	}
 	a.spawn(func() {
-		if !sleepCtx(ctx, a.opts.BusyAfter) {
+		if !adapters.SleepCtx(ctx, a.opts.BusyAfter) {
 			return
 		}
 		pos, ok := a.opts.Engine.Queue.Position(id)

@@ -257,5 +257,5 @@ func (a *Adapter) spawn(fn func()) {
 // backoff is the wait before reconnect attempt n (0-based): ReconnectBackoff
 // doubling up to a minute, with jitter.
 func (a *Adapter) backoff(attempt int) time.Duration {
-	return jitter(min(a.opts.ReconnectBackoff<<min(attempt, 16), time.Minute))
+	return adapters.Jitter(min(a.opts.ReconnectBackoff<<min(attempt, 16), time.Minute))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tencent-connect/botgo/dto"
 	"github.com/tencent-connect/botgo/errs"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
@@ -171,9 +172,9 @@ func (a *Adapter) sendPart(ctx context.Context, req chat.RequestContext, text st
 			a.log.Error().Err(err).Str("chatKey", req.ChatKey).Int("attempts", attempt).Msg("qq send failed")
 			return fmt.Errorf("qq send failed after %d attempts: %w", attempt, err)
 		}
-		wait := jitter(a.opts.RetryBase << (attempt - 1))
+		wait := adapters.Jitter(a.opts.RetryBase << (attempt - 1))
 		a.log.Warn().Err(err).Str("chatKey", req.ChatKey).Dur("wait", wait).Msg("qq send failed; retrying")
-		if !sleepCtx(ctx, wait) {
+		if !adapters.SleepCtx(ctx, wait) {
 			return fmt.Errorf("qq send: %w", ctx.Err())
 		}
 	}

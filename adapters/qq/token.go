@@ -14,6 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
+
+	"github.com/shipmyagent/ship/adapters"
 )
 
 // Token timing. QQ hands out a new access token only in the last 60 s of
@@ -93,7 +95,7 @@ func (t *tokenSource) first(ctx context.Context, retrying func(error)) error {
 		}
 		t.log.Warn().Err(err).Msg("getting a qq access token failed; retrying")
 		retrying(err)
-		if !sleepCtx(ctx, t.backoff(attempt)) {
+		if !adapters.SleepCtx(ctx, t.backoff(attempt)) {
 			return ctx.Err()
 		}
 	}
@@ -104,7 +106,7 @@ func (t *tokenSource) first(ctx context.Context, retrying func(error)) error {
 // loop (callers fetch on their own if the token runs out meanwhile).
 func (t *tokenSource) refreshLoop(ctx context.Context) {
 	for {
-		if !sleepCtx(ctx, t.untilRefresh()) {
+		if !adapters.SleepCtx(ctx, t.untilRefresh()) {
 			return
 		}
 		for attempt := 0; ; attempt++ {
@@ -118,7 +120,7 @@ func (t *tokenSource) refreshLoop(ctx context.Context) {
 				return
 			}
 			t.log.Warn().Err(err).Int("attempt", attempt+1).Msg("refreshing the qq access token failed; retrying")
-			if !sleepCtx(ctx, t.backoff(attempt)) {
+			if !adapters.SleepCtx(ctx, t.backoff(attempt)) {
 				return
 			}
 		}

@@ -2,34 +2,8 @@ package qq
 
 import (
 	"container/list"
-	"context"
-	"math/rand/v2"
 	"sync"
-	"time"
 )
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// jitter spreads d by ±25 % so retries do not align.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return d - d/4 + time.Duration(rand.Int64N(int64(d)/2+1))
-}
 
 // recentMax bounds recentSet; re-deliveries concern recent events, and
 // older ones are still caught through the ChatStore (AcceptOnce).

@@ -12,6 +12,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
@@ -50,7 +51,7 @@ func (a *Adapter) poll(ctx context.Context) error {
 				a.log.Warn().Err(err).Msg("telegram getUpdates failed; retrying")
 			}
 			a.status.Set(chat.ChannelTelegram, "reconnecting", err.Error())
-			if !sleepCtx(ctx, backoff(failures-1)) {
+			if !adapters.SleepCtx(ctx, adapters.Backoff(failures-1)) {
 				break
 			}
 			continue
@@ -70,7 +71,7 @@ func (a *Adapter) poll(ctx context.Context) error {
 			// The update could not be recorded: do not confirm it, so
 			// Telegram sends it again.
 			a.log.Error().Err(err).Msg("recording a telegram update failed; it will be fetched again")
-			if !sleepCtx(ctx, backoff(0)) {
+			if !adapters.SleepCtx(ctx, adapters.Backoff(0)) {
 				break
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
@@ -141,7 +142,7 @@ func (s *sender) wait(ctx context.Context, chatID int64, group bool) error {
 	s.mu.Lock()
 	until := p.until
 	s.mu.Unlock()
-	if d := time.Until(until); d > 0 && !sleepCtx(ctx, d) {
+	if d := time.Until(until); d > 0 && !adapters.SleepCtx(ctx, d) {
 		return ctx.Err()
 	}
 	if err := p.lim.Wait(ctx); err != nil {
@@ -217,9 +218,9 @@ func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, grou
 			if attempt >= s.limits.MaxAttempts {
 				return fmt.Errorf("telegram send failed after %d attempts: %w", attempt, err)
 			}
-			wait := jitter(s.limits.RetryBase << (attempt - 1))
+			wait := adapters.Jitter(s.limits.RetryBase << (attempt - 1))
 			s.log.Warn().Err(err).Int64("chatId", chatID).Dur("wait", wait).Msg("telegram send failed; retrying")
-			if !sleepCtx(ctx, wait) {
+			if !adapters.SleepCtx(ctx, wait) {
 				return fmt.Errorf("telegram send: %w", ctx.Err())
 			}
 			continue

@@ -159,7 +159,7 @@ func (a *Adapter) identify(ctx context.Context) (me, error) {
 		}
 		a.status.Set(chat.ChannelTelegram, "reconnecting", err.Error())
 		a.log.Warn().Err(err).Msg("telegram getMe failed; retrying")
-		if !sleepCtx(ctx, backoff(attempt)) {
+		if !adapters.SleepCtx(ctx, adapters.Backoff(attempt)) {
 			return me{}, ctx.Err()
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
@@ -43,7 +44,7 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 			return errors.New("telegram refused the webhook URL " + url + ": " + te.Message)
 		}
 		a.status.Set(chat.ChannelTelegram, "reconnecting", err.Error())
-		if !sleepCtx(ctx, backoff(attempt)) {
+		if !adapters.SleepCtx(ctx, adapters.Backoff(attempt)) {
 			return nil
 		}
 	}
