@@ -25,7 +25,11 @@ func (c *Commands) Reply(ctx context.Context, command string, req chat.RequestCo
 	case "start":
 		return "Hi! I'm an assistant. Send me a message and I'll answer here. /help lists what else I understand.", true
 	case "help":
-		return "Just write to me (in groups: mention me or reply to my message).\n" +
+		how := "mention me"
+		if req.Channel == chat.ChannelTelegram {
+			how = "mention me or reply to my message" // Feishu and QQ groups deliver only mentions
+		}
+		return "Just write to me (in groups: " + how + ").\n" +
 			"/status – queue and model\n" +
 			"/clear – forget our recent conversation (the log is kept)\n" +
 			"/help – this text", true

@@ -117,7 +117,23 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 // noteIfStillWaiting tells the chat its place in line if the message has
 // not started after BusyAfter: a short wait needs no note.
 func (a *Adapter) noteIfStillWaiting(id string, req chat.RequestContext) {
-	time.AfterFunc(a.opts.BusyAfter, func() {
+	a.notesMu.Lock()
+	defer a.notesMu.Unlock()
+	if a.stopped {
+		return
+	}
+	if a.notes == nil {
+		a.notes = map[*time.Timer]struct{}{}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(a.opts.BusyAfter, func() {
+		a.notesMu.Lock()
+		_, live := a.notes[t]
+		delete(a.notes, t)
+		a.notesMu.Unlock()
+		if !live {
+			return
+		}
 		pos, ok := a.opts.Engine.Queue.Position(id)
 		if !ok || pos == 0 || !a.busy.Allow(req.ChatKey) {
 			return
@@ -126,6 +142,7 @@ func (a *Adapter) noteIfStillWaiting(id string, req chat.RequestContext) {
 		defer cancel()
 		a.sendNote(ctx, req, adapters.BusyText(pos))
 	})
+	a.notes[t] = struct{}{}
 }
 
 // sendNote sends a short message of the adapter's own (command answers,

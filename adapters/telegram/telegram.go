@@ -72,6 +72,12 @@ type Adapter struct {
 	mu    sync.RWMutex
 	bot   me   // set once getMe answered
 	ready bool // bot is set
+
+	// notes are the pending delayed busy notes, stopped when Run ends so
+	// nothing is sent after shutdown.
+	notesMu sync.Mutex
+	notes   map[*time.Timer]struct{}
+	stopped bool
 }
 
 // New checks the options and registers the adapter's dispatcher for the
@@ -129,6 +135,7 @@ func (a *Adapter) Status() adapters.Status { return a.status.Get() }
 
 // Run learns the bot's identity, then receives updates until ctx ends.
 func (a *Adapter) Run(ctx context.Context) error {
+	defer a.stopNotes()
 	bot, err := a.identify(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -180,4 +187,14 @@ func set(ids []int64) map[int64]bool {
 		m[id] = true
 	}
 	return m
+}
+
+func (a *Adapter) stopNotes() {
+	a.notesMu.Lock()
+	defer a.notesMu.Unlock()
+	a.stopped = true
+	for t := range a.notes {
+		t.Stop()
+	}
+	a.notes = nil
 }
