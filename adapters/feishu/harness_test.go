@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/feishu"
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakelark"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/logbuf"
@@ -122,19 +122,7 @@ func newEnv(t *testing.T, s setup) *env {
 }
 
 // start runs the adapter until shutdown.
-func (e *env) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := e.adapter.Run(ctx); err != nil {
-			e.t.Errorf("adapter stopped with error: %v", err)
-		}
-	}()
-	var once sync.Once
-	e.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-}
+func (e *env) start() { e.stop = adaptertest.Run(e.t, e.adapter) }
 
 // shutdown stops the adapter, then the engine, as ship's shutdown does.
 func (e *env) shutdown() {
@@ -144,11 +132,7 @@ func (e *env) shutdown() {
 	_, _ = e.engine.Close(context.Background())
 }
 
-func (e *env) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
-	e.t.Cleanup(cancel)
-	return ctx
-}
+func (e *env) ctx() context.Context { return adaptertest.Ctx(e.t) }
 
 // push delivers ev over the websocket and waits for the adapter's ack.
 func (e *env) push(ev fakelark.Event) {
@@ -170,28 +154,11 @@ func (e *env) waitSent(n int) []fakelark.Sent {
 }
 
 func (e *env) entries(key string) []chat.ChatLogEntryV1 {
-	e.t.Helper()
-	var out []chat.ChatLogEntryV1
-	if err := e.engine.Store.Scan(context.Background(), key, func(en chat.ChatLogEntryV1) bool {
-		out = append(out, en)
-		return true
-	}); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return adaptertest.Entries(e.t, e.engine, key)
 }
 
 // waitFor polls cond, for states that leave no event to wait on.
-func (e *env) waitFor(what string, cond func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // hang guard
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+func (e *env) waitFor(what string, cond func() bool) { adaptertest.WaitFor(e.t, what, cond) }
 
 // waitModelCalls waits until the model was called n times and the queue is
 // idle again.
@@ -201,15 +168,8 @@ func (e *env) waitModelCalls(n int) {
 	e.idle()
 }
 
-// idle waits until the queue has nothing waiting or running: every pushed
-// message that was going to run has run.
-func (e *env) idle() {
-	e.t.Helper()
-	e.waitFor("an idle queue", func() bool {
-		st := e.engine.Queue.Stats()
-		return st.Waiting == 0 && st.Running == 0
-	})
-}
+// idle waits until every message that was going to run has run.
+func (e *env) idle() { adaptertest.Idle(e.t, e.engine) }
 
 // waitRunning waits until the adapter knows its bot and serves events.
 func (e *env) waitRunning() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/qq"
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/fakeqq"
 	"github.com/shipmyagent/ship/internal/logbuf"
@@ -153,11 +154,7 @@ func (e *env) shutdown() {
 	_, _ = e.engine.Close(context.Background())
 }
 
-func (e *env) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
-	e.t.Cleanup(cancel)
-	return ctx
-}
+func (e *env) ctx() context.Context { return adaptertest.Ctx(e.t) }
 
 // waitSent waits for n messages in total from the bot.
 func (e *env) waitSent(n int) []fakeqq.Sent {
@@ -170,28 +167,11 @@ func (e *env) waitSent(n int) []fakeqq.Sent {
 }
 
 func (e *env) entries(key string) []chat.ChatLogEntryV1 {
-	e.t.Helper()
-	var out []chat.ChatLogEntryV1
-	if err := e.engine.Store.Scan(context.Background(), key, func(en chat.ChatLogEntryV1) bool {
-		out = append(out, en)
-		return true
-	}); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return adaptertest.Entries(e.t, e.engine, key)
 }
 
-// until polls cond, for states that leave no other trace to wait on.
-func (e *env) until(what string, cond func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // hang guard
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// until polls cond, for states that leave no event to wait on.
+func (e *env) until(what string, cond func() bool) { adaptertest.WaitFor(e.t, what, cond) }
 
 // waitModelCalls waits until the model was called n times and the queue is
 // idle again.
@@ -201,14 +181,8 @@ func (e *env) waitModelCalls(n int) {
 	e.idle()
 }
 
-// idle waits until the queue has nothing waiting or running.
-func (e *env) idle() {
-	e.t.Helper()
-	e.until("an idle queue", func() bool {
-		st := e.engine.Queue.Stats()
-		return st.Waiting == 0 && st.Running == 0
-	})
-}
+// idle waits until every message that was going to run has run.
+func (e *env) idle() { adaptertest.Idle(e.t, e.engine) }
 
 // newWebhookServer serves WebhookPath like ship's HTTP server does.
 func newWebhookServer(t *testing.T, h http.Handler) string {

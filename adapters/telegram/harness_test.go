@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/telegram"
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 	"github.com/shipmyagent/ship/internal/logbuf"
@@ -110,19 +111,7 @@ func newEnv(t *testing.T, s setup) *env {
 }
 
 // start runs the adapter until shutdown.
-func (e *env) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := e.adapter.Run(ctx); err != nil {
-			e.t.Errorf("adapter stopped with error: %v", err)
-		}
-	}()
-	var once sync.Once
-	e.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-}
+func (e *env) start() { e.stop = adaptertest.Run(e.t, e.adapter) }
 
 // shutdown stops the adapter, then the engine, as ship's shutdown does.
 func (e *env) shutdown() {
@@ -132,11 +121,7 @@ func (e *env) shutdown() {
 	_, _ = e.engine.Close(context.Background())
 }
 
-func (e *env) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
-	e.t.Cleanup(cancel)
-	return ctx
-}
+func (e *env) ctx() context.Context { return adaptertest.Ctx(e.t) }
 
 // waitSent waits for n messages in total from the bot.
 func (e *env) waitSent(n int) []faketelegram.Sent {
@@ -149,15 +134,7 @@ func (e *env) waitSent(n int) []faketelegram.Sent {
 }
 
 func (e *env) entries(key string) []chat.ChatLogEntryV1 {
-	e.t.Helper()
-	var out []chat.ChatLogEntryV1
-	if err := e.engine.Store.Scan(context.Background(), key, func(en chat.ChatLogEntryV1) bool {
-		out = append(out, en)
-		return true
-	}); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return adaptertest.Entries(e.t, e.engine, key)
 }
 
 // waitModelCalls waits until the model was called n times and the queue is
@@ -174,22 +151,8 @@ func (e *env) waitModelCalls(n int) {
 	e.idle()
 }
 
-// idle waits until the queue has nothing waiting or running: every pushed
-// message that was going to run has run.
-func (e *env) idle() {
-	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // hang guard
-	for {
-		st := e.engine.Queue.Stats()
-		if st.Waiting == 0 && st.Running == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatal("queue never went idle")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// idle waits until every message that was going to run has run.
+func (e *env) idle() { adaptertest.Idle(e.t, e.engine) }
 
 // newWebhookServer serves WebhookPath like ship's HTTP server does; route
 // plugs the adapter in once it exists (its URL must be known first).

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shipmyagent/ship/internal/procstat"
 )
 
 // exitBudget is how long a ship process may take to exit after SIGTERM
@@ -114,34 +114,7 @@ func (p *proc) kill() {
 // memory returns the resident set size and its peak (VmRSS, VmHWM) in bytes,
 // read from /proc (Linux only).
 func (p *proc) memory() (rss, peak int64, err error) {
-	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "status"))
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("parsing %s %q: %w", name, value, err)
-		}
-		if name == "VmRSS" {
-			rss = kb << 10
-		} else {
-			peak = kb << 10
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, 0, err
-	}
-	if rss == 0 || peak == 0 {
-		return 0, 0, errors.New("VmRSS or VmHWM missing from /proc/<pid>/status")
-	}
-	return rss, peak, nil
+	return procstat.Memory(p.cmd.Process.Pid)
 }
 
 // freePort returns a loopback port that was free a moment ago.

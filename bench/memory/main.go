@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -33,6 +32,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/internal/procstat"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/llm"
 )
@@ -249,7 +249,7 @@ func feedChat(ctx context.Context, eng *adapters.Engine, id, messages int) error
 // measure takes a checkpoint. The Go heap is read after a GC so that it
 // counts live memory; RSS is read before it, as the process held it.
 func measure(eng *adapters.Engine, chats, turns int, turnsPerS float64, elapsed time.Duration) (sample, error) {
-	rss, hwm, err := procMemory()
+	rss, hwm, err := procstat.Memory(0)
 	if err != nil {
 		return sample{}, err
 	}
@@ -265,38 +265,6 @@ func measure(eng *adapters.Engine, chats, turns int, turnsPerS float64, elapsed 
 		inMemory: eng.Runtime.ChatsInMemory(), openFiles: fds, goroutines: runtime.NumGoroutine(),
 		phaseTurnsPerS: turnsPerS, elapsed: elapsed,
 	}, nil
-}
-
-// procMemory returns VmRSS and VmHWM of this process in bytes (Linux).
-func procMemory() (rss, hwm int64, err error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("parsing %s %q: %w", name, value, err)
-		}
-		if name == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, 0, err
-	}
-	if rss == 0 || hwm == 0 {
-		return 0, 0, errors.New("VmRSS or VmHWM missing from /proc/self/status")
-	}
-	return rss, hwm, nil
 }
 
 // openFiles counts this process's file descriptors (Linux), less the one

@@ -1,0 +1,76 @@
+// Package adaptertest holds what every platform adapter's tests need around
+// the adapter itself: running it until the test ends, hang-guarded waits,
+// and reading the chat log. Like net/http/httptest, it is for tests only.
+package adaptertest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// HangGuard bounds every wait so a broken test fails instead of hanging; it
+// is never a timing assertion.
+const HangGuard = 30 * time.Second
+
+// Run runs a until the returned stop is called (it is safe to call more
+// than once); an error from Run fails the test.
+func Run(t testing.TB, a adapters.Adapter) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.Run(ctx); err != nil {
+			t.Errorf("%s adapter stopped with error: %v", a.Name(), err)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); wg.Wait() }) }
+}
+
+// Ctx is a context ending at the hang guard (or with the test).
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WaitFor polls cond, for states that leave no event to wait on.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(HangGuard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("hang guard: still waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Idle waits until the queue has nothing waiting or running: every message
+// that was going to run has run.
+func Idle(t testing.TB, e *adapters.Engine) {
+	t.Helper()
+	WaitFor(t, "an idle queue", func() bool {
+		st := e.Queue.Stats()
+		return st.Waiting == 0 && st.Running == 0
+	})
+}
+
+// Entries returns a chat's whole log.
+func Entries(t testing.TB, e *adapters.Engine, chatKey string) []chat.ChatLogEntryV1 {
+	t.Helper()
+	var out []chat.ChatLogEntryV1
+	if err := e.Store.Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
+		out = append(out, en)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
