@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/feishu"
@@ -64,31 +63,14 @@ func newEnv(t *testing.T, s setup) *env {
 		t.Cleanup(lk.Close)
 		e.lk = lk
 	}
-	model, err := fakeopenai.Start(s.model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(model.Close)
-	e.model = model
-	llm, err := openai.New(openai.WithBaseURL(model.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := zerolog.New(e.logs).Level(zerolog.DebugLevel)
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
-		ChatsDir: filepath.Join(e.dir, ".ship", "chats"), Durability: chat.DurabilityNone,
-		Model: llm, Logger: log, RetryBackoff: time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.engine = eng
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log)
 	opts := feishu.Options{
 		AppID: e.lk.AppID(), AppSecret: appSecret, Domain: e.lk.URL(), Mode: s.mode,
 		VerificationToken: verifyTok, EncryptKey: encryptKey,
 		CacheDir: filepath.Join(e.dir, ".ship", ".cache", "feishu"),
 		Limits:   feishu.Limits{RetryBase: time.Millisecond},
-		Engine:   eng, Commands: &adapters.Commands{Engine: eng, Model: "fake/m"}, Logger: log,
+		Engine:   e.engine, Commands: &adapters.Commands{Engine: e.engine, Model: "fake/m"}, Logger: log,
 	}
 	if s.opts != nil {
 		s.opts(&opts)

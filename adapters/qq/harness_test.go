@@ -4,14 +4,12 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/qq"
@@ -83,29 +81,12 @@ func newEnv(t *testing.T, s setup) *env {
 	if e.qq == nil {
 		e.qq = newFake(t, s.fake)
 	}
-	model, err := fakeopenai.Start(s.model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(model.Close)
-	e.model = model
-	llm, err := openai.New(openai.WithBaseURL(model.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := zerolog.New(e.logs)
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
-		ChatsDir: filepath.Join(e.dir, ".ship", "chats"), Durability: chat.DurabilityNone,
-		Model: llm, Logger: log, RetryBackoff: time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.engine = eng
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log)
 	opts := qq.Options{
 		AppID: appID, AppSecret: appSecret, APIBase: e.qq.URL(), TokenBase: e.qq.URL(),
 		ReconnectBackoff: 10 * time.Millisecond, RetryBase: time.Millisecond,
-		Engine: eng, Commands: &adapters.Commands{Engine: eng, Model: "fake/m"}, Logger: log,
+		Engine: e.engine, Commands: &adapters.Commands{Engine: e.engine, Model: "fake/m"}, Logger: log,
 	}
 	if s.opts != nil {
 		s.opts(&opts)

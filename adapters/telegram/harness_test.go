@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/tmc/langchaingo/llms/openai"
 	"golang.org/x/time/rate"
 
 	"github.com/shipmyagent/ship/adapters"
@@ -61,31 +60,14 @@ func newEnv(t *testing.T, s setup) *env {
 		t.Cleanup(tg.Close)
 		e.tg = tg
 	}
-	model, err := fakeopenai.Start(s.model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(model.Close)
-	e.model = model
-	llm, err := openai.New(openai.WithBaseURL(model.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := zerolog.New(e.logs)
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
-		ChatsDir: filepath.Join(e.dir, ".ship", "chats"), Durability: chat.DurabilityNone,
-		Model: llm, Logger: log, RetryBackoff: time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.engine = eng
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log)
 	opts := telegram.Options{
 		Token: token, APIBase: e.tg.URL(), Mode: s.mode, RequireMention: true,
 		CacheDir:    filepath.Join(e.dir, ".ship", ".cache", "telegram"),
 		PollTimeout: 2 * time.Second,
 		Limits:      telegram.Limits{PerChat: rate.Inf, PerGroup: rate.Inf, Global: rate.Inf, RetryBase: time.Millisecond},
-		Engine:      eng, Commands: &adapters.Commands{Engine: eng, Model: "fake/m"}, Logger: log,
+		Engine:      e.engine, Commands: &adapters.Commands{Engine: e.engine, Model: "fake/m"}, Logger: log,
 	}
 	if s.opts != nil {
 		s.opts(&opts)

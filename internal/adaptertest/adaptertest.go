@@ -5,17 +5,47 @@ package adaptertest
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms/openai"
+
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
 // HangGuard bounds every wait so a broken test fails instead of hanging; it
 // is never a timing assertion.
 const HangGuard = 30 * time.Second
+
+// NewEngine wires the real core in dir/.ship (no fsync, so tests stay
+// fast) behind langchaingo's real OpenAI client talking to a loopback fake
+// model scripted by handler (nil: echo through chat_send). Both close with
+// the test.
+func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog.Logger) (*adapters.Engine, *fakeopenai.Server) {
+	t.Helper()
+	model, err := fakeopenai.Start(handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Close)
+	llm, err := openai.New(openai.WithBaseURL(model.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := adapters.NewEngine(adapters.EngineOptions{
+		ChatsDir: filepath.Join(dir, ".ship", "chats"), Durability: chat.DurabilityNone,
+		Model: llm, Logger: log, RetryBackoff: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, model
+}
 
 // Run runs a until the returned stop is called (it is safe to call more
 // than once); an error from Run fails the test.
