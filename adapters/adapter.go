@@ -1,21 +1,80 @@
+// Package adapters is the contract between ship's core and its platforms
+// (Telegram, Feishu, QQ): the Adapter a platform implements, the Host it is
+// given instead of the engine, optional capabilities only some platforms
+// have, and the pieces every platform's handler shares (Intake, Workers,
+// retry waits, status).
 package adapters
 
 import (
 	"context"
 	"sync"
-	"time"
+
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
-// Adapter is one platform connection (Telegram, Feishu, QQ).
+// Adapter is one platform connection. It is also the channel's
+// dispatch.Dispatcher: the binary registers it for its channel, and replies
+// to that channel's messages go out through SendText.
 type Adapter interface {
 	// Name is the channel name ("telegram").
 	Name() string
 	// Run connects and serves until ctx is cancelled, then returns nil;
-	// long polls and websockets end with ctx. An error means the adapter
-	// gave up (a bad token, say).
+	// long polls and websockets end with ctx, and every goroutine the
+	// adapter started has ended. An error means the adapter gave up (a bad
+	// token, say).
 	Run(ctx context.Context) error
 	// Status reports the adapter's state for /api/status.
 	Status() Status
+	// SendText delivers text into the chat of req (a reply to its message
+	// where the platform threads replies). It reports a failed delivery.
+	SendText(ctx context.Context, req dispatch.RequestContext, text string) error
+}
+
+// Host is what a platform may ask of ship's core. The engine implements it;
+// a platform never sees more of the core than this.
+type Host interface {
+	// Accept takes a message addressed to the bot: logged, checked against
+	// re-delivery (ingress.ErrDuplicate) and the per-user limit, and
+	// queued. Once it returns without error the platform may acknowledge.
+	Accept(ctx context.Context, s ingress.Submission) (ingress.Ticket, error)
+	// Record logs a message not addressed to the bot, once.
+	Record(ctx context.Context, s ingress.Submission) error
+	// Position reports where an accepted message stands (0: running).
+	Position(id string) (int, bool)
+	// Command answers /start, /help, /status or /clear; ok is false for
+	// any other name.
+	Command(ctx context.Context, name string, req dispatch.RequestContext) (reply string, ok bool)
+}
+
+// Optional capabilities: a platform that can do more than send text says so
+// by implementing these, and callers find them by type assertion.
+type (
+	// Editor changes the text of a message the bot sent (a reply that
+	// grows while the model writes it).
+	Editor interface {
+		EditText(ctx context.Context, req dispatch.RequestContext, messageID, text string) error
+	}
+	// Typist shows that the bot is working on an answer in req's chat.
+	Typist interface {
+		Typing(ctx context.Context, req dispatch.RequestContext) error
+	}
+	// Drafter shows an ephemeral preview of a reply being written.
+	Drafter interface {
+		Draft(ctx context.Context, req dispatch.RequestContext, draftID int64, text string) error
+	}
+	// ButtonSender sends text with buttons; a press comes back as a
+	// message carrying the button's data.
+	ButtonSender interface {
+		SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []Button) error
+	}
+)
+
+// Button is one button of a ButtonSender message.
+type Button struct {
+	Text string
+	// Data comes back when the button is pressed (at most 64 bytes).
+	Data string
 }
 
 // Status is an adapter's state as /api/status shows it.
@@ -43,45 +102,4 @@ func (b *StatusBox) Get() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.s
-}
-
-// BusyNotes decides when a chat is told that its message waits in line: at
-// most once per chat per Every, so a busy queue does not turn into spam.
-type BusyNotes struct {
-	Every time.Duration // 0 → 30 s
-	Now   func() time.Time
-
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-// Allow reports whether chatKey may get a busy note now, and if so records
-// that it got one.
-func (b *BusyNotes) Allow(chatKey string) bool {
-	every := b.Every
-	if every <= 0 {
-		every = 30 * time.Second
-	}
-	now := time.Now()
-	if b.Now != nil {
-		now = b.Now()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.last == nil {
-		b.last = make(map[string]time.Time)
-	}
-	if t, ok := b.last[chatKey]; ok && now.Sub(t) < every {
-		return false
-	}
-	// Forget old entries now and then so the map stays small.
-	if len(b.last) > 10_000 {
-		for k, t := range b.last {
-			if now.Sub(t) >= every {
-				delete(b.last, k)
-			}
-		}
-	}
-	b.last[chatKey] = now
-	return true
 }

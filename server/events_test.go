@@ -312,7 +312,7 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /api/sse HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-	waitFor(t, "the stuck subscriber to be connected", func() bool { return e.engine.Events.Subscribers() == 1 })
+	waitFor(t, "the stuck subscriber to be connected", func() bool { return e.engine.Events().Subscribers() == 1 })
 
 	var wg sync.WaitGroup
 	for i := 0; i < 40; i++ {
@@ -326,7 +326,7 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 		}()
 	}
 	wg.Wait() // every run finished although one subscriber never read
-	waitFor(t, "the stuck subscriber to be cut off", func() bool { return e.engine.Events.Subscribers() == 0 })
+	waitFor(t, "the stuck subscriber to be cut off", func() bool { return e.engine.Events().Subscribers() == 0 })
 	// Reading now, it finds the stream ended by an error event.
 	_ = conn.SetReadDeadline(time.Now().Add(hangGuard))
 	rd := bufio.NewReaderSize(conn, 1<<20)

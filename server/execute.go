@@ -8,10 +8,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/events"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/queue"
 )
 
 // retryAfterSeconds is what a refused client is told to wait: long enough
@@ -29,7 +31,7 @@ type collector struct {
 
 // runResult is what OnDone hands to the waiting request.
 type runResult struct {
-	outcome adapters.Outcome
+	outcome ingress.Outcome
 	replies []string
 }
 
@@ -68,21 +70,21 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	var sub *events.Subscription
 	if wantsStream(r) {
 		// Subscribed before the run is queued, so no event is missed.
-		sub, _ = s.opts.Engine.Events.Subscribe(func(e events.Event) bool { return e.TaskID == taskID }, 0, s.opts.SSEBuffer)
+		sub, _ = s.opts.Engine.Events().Subscribe(func(e events.Event) bool { return e.TaskID == taskID }, 0, s.opts.SSEBuffer)
 		defer sub.Close()
 	}
-	_, err := s.opts.Engine.Ingress.Accept(ctx, adapters.Submission{
+	_, err := s.opts.Engine.Ingress().Accept(ctx, ingress.Submission{
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
-		Message: adapters.IncomingChatMessage{
+		Message: ingress.IncomingChatMessage{
 			ChatID:    in.chatID,
 			Text:      in.instructions,
 			MessageID: in.messageID,
 			UserID:    in.userID,
 			ChatType:  "api",
 		},
-		OnDone: func(o adapters.Outcome) {
+		OnDone: func(o ingress.Outcome) {
 			done <- runResult{outcome: o, replies: s.unregister(key, c)}
 		},
 		// The response is the acknowledgement: the message is durable
@@ -111,7 +113,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if errors.Is(res.outcome.Err, adapters.ErrQueueStopped) {
+	if errors.Is(res.outcome.Err, queue.ErrQueueStopped) {
 		// Shutdown came before this message's turn: it is in the chat log
 		// but was not run, and the client should retry.
 		s.writeAcceptError(w, r, res.outcome.Err)
@@ -140,11 +142,11 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 // queue is the client's business; anything else is logged and kept vague.
 func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, adapters.ErrQueueStopped):
+	case errors.Is(err, queue.ErrQueueStopped):
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		writeError(w, r, http.StatusServiceUnavailable, codeShuttingDown,
 			"the server is shutting down; try again shortly")
-	case adapters.IsBusy(err):
+	case ingress.IsBusy(err):
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		writeError(w, r, http.StatusServiceUnavailable, codeQueueFull,
 			"the queue is full; try again shortly")
@@ -181,7 +183,7 @@ func (s *Server) unregister(key runKey, c *collector) []string {
 // to the collector of its run. A run whose collector is gone still counts
 // as delivered, because chat.Deliver then logs the reply in the ChatStore,
 // which is where a client that went away finds it.
-func (s *Server) sendText(_ context.Context, req chat.RequestContext, text string) error {
+func (s *Server) sendText(_ context.Context, req dispatch.RequestContext, text string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.inflight[runKey{chatKey: req.ChatKey, messageID: req.MessageID}]; ok {

@@ -16,11 +16,13 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms/openai"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/server"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // hangGuard bounds every wait so a broken test fails instead of hanging; it
@@ -43,7 +45,7 @@ type setup struct {
 type env struct {
 	t      *testing.T
 	fake   *fakeopenai.Server
-	engine *adapters.Engine
+	engine *engine.Engine
 	srv    *httptest.Server
 	logs   *logbuf.Buffer
 	dir    string
@@ -80,12 +82,13 @@ func newEnv(t *testing.T, o setup) *env {
 			t.Logf("logs:\n%s", logs.String())
 		}
 	})
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
+		Tools:        tools.Default,
 		ChatsDir:     filepath.Join(dir, ".ship", "chats"),
 		Durability:   chat.DurabilityNone,
 		Model:        model,
 		AgentMDPath:  filepath.Join(dir, "Agent.md"),
-		Queue:        adapters.QueueOptions{Capacity: o.capacity},
+		Queue:        queue.Options{Capacity: o.capacity},
 		RetryBackoff: time.Millisecond,
 		Stream:       o.stream,
 		Logger:       zerolog.New(logs),
@@ -239,7 +242,7 @@ func (r response) result(t *testing.T) executeResult {
 func (e *env) entries(chatKey string) []chat.ChatLogEntryV1 {
 	e.t.Helper()
 	var out []chat.ChatLogEntryV1
-	if err := e.engine.Store.Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
+	if err := e.engine.Store().Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
 		out = append(out, en)
 		return true
 	}); err != nil {

@@ -46,7 +46,7 @@ func (s *Server) handleChats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
-	store := s.opts.Engine.Store
+	store := s.opts.Engine.Store()
 	keys, err := store.ChatKeys(r.Context())
 	if err != nil {
 		s.internalError(w, r, err)
@@ -81,7 +81,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
-	store := s.opts.Engine.Store
+	store := s.opts.Engine.Store()
 	var entries []chat.ChatLogEntryV1
 	var err error
 	if kw := r.URL.Query().Get("keyword"); kw != "" {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 // sendRequest is the body of POST /api/send (seeds/003).
@@ -47,15 +47,15 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
-	_, err := s.opts.Engine.Ingress.AcceptOnce(r.Context(), adapters.Submission{
+	_, err := s.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
 		ID:      "t-" + randomHex(8),
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
-		Message: adapters.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
+		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
 	})
 	status := "ok"
 	switch {
-	case errors.Is(err, adapters.ErrDuplicate):
+	case errors.Is(err, ingress.ErrDuplicate):
 		status = "duplicate"
 	case err != nil:
 		s.writeAcceptError(w, r, err)

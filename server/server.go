@@ -1,4 +1,4 @@
-// Package server is ship's HTTP API (DESIGN §6): liveness, status and
+// Package server is ship's HTTP API: liveness, status and
 // POST /api/execute, which runs a turn in the "api" channel through the same
 // global queue as every platform and answers with the run's result and the
 // replies the agent sent.
@@ -17,6 +17,8 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/engine"
 )
 
 // Defaults for Options left at zero.
@@ -31,7 +33,7 @@ type AdapterStatus = adapters.Status
 // Options configure a Server.
 type Options struct {
 	// Engine is the core (Store, Registry, Queue, Ingress, Runtime); required.
-	Engine *adapters.Engine
+	Engine *engine.Engine
 	// Token is the bearer token every /api route requires; "" disables auth.
 	Token   string
 	Version string
@@ -85,12 +87,12 @@ type Server struct {
 }
 
 // New builds the server and registers its dispatcher for the api channel
-// (chat.ChannelAPI) in the engine's registry, so chat_send and the
+// (chat.ChannelAPI) with the engine, so chat_send and the
 // final-output fallback of api runs reach the waiting HTTP request.
 func New(opts Options) (*Server, error) {
 	e := opts.Engine
-	if e == nil || e.Store == nil || e.Registry == nil || e.Queue == nil || e.Ingress == nil {
-		return nil, errors.New("server: Options.Engine must be a complete engine (see adapters.NewEngine)")
+	if e == nil {
+		return nil, errors.New("server: Options.Engine is required (see engine.New)")
 	}
 	if opts.MaxBodyBytes < 0 || opts.MaxInstructionChars < 0 {
 		return nil, errors.New("server: MaxBodyBytes and MaxInstructionChars must not be negative")
@@ -144,7 +146,7 @@ func New(opts Options) (*Server, error) {
 	// token) is answered.
 	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withAuth(withJSONFallbacks(mux)))))
 
-	e.Registry.Register(chat.ChannelAPI, chat.DispatcherFunc(s.sendText))
+	e.Register(chat.ChannelAPI, dispatch.DispatcherFunc(s.sendText))
 	return s, nil
 }
 
@@ -177,7 +179,7 @@ type queueStatus struct {
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	st := s.opts.Engine.Queue.Stats()
+	st := s.opts.Engine.Queue().Stats()
 	keys := st.RunningChatKeys
 	if keys == nil {
 		keys = []string{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // History loading limits (DESIGN.md §3).
@@ -55,7 +56,7 @@ func (t *ChatLoadHistory) Call(ctx context.Context, args json.RawMessage) agent.
 		// Models send 0, 500 or 12.0; clamping serves them better than an error.
 		limit = min(max(int(*in.Limit), 1), MaxHistoryLimit)
 	}
-	req, ok := chat.RequestFromContext(ctx)
+	req, ok := dispatch.RequestFromContext(ctx)
 	if !ok || req.ChatKey == "" {
 		return failure("there is no chat in this request")
 	}

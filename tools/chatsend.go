@@ -10,19 +10,19 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/agent"
-	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // ChatSend is the chat_send tool: it delivers user-visible text to the chat
 // of the current request and logs it as an assistant entry.
 type ChatSend struct {
-	Store *chat.Store
+	Deliverer *dispatch.Deliverer
 }
 
 // Definition describes chat_send to the model.
 func (t *ChatSend) Definition() llms.FunctionDefinition {
 	return llms.FunctionDefinition{
-		Name:        "chat_send",
+		Name:        dispatch.ChatSendTool,
 		Description: "Send a message to the user in the current chat. This is the only way the user sees your reply.",
 		Parameters: map[string]any{
 			"type": "object",
@@ -49,12 +49,12 @@ func (t *ChatSend) Call(ctx context.Context, args json.RawMessage) agent.ToolRes
 	if !utf8.ValidString(in.Text) {
 		return failure("text is not valid UTF-8")
 	}
-	if err := chat.Deliver(ctx, t.Store, in.Text, chat.ViaChatSend); err != nil {
+	if err := t.Deliverer.Deliver(ctx, in.Text, dispatch.ViaChatSend); err != nil {
 		msg := "delivery failed"
 		switch {
-		case errors.Is(err, chat.ErrNoRequest):
+		case errors.Is(err, dispatch.ErrNoRequest):
 			msg = "there is no chat to send to in this request"
-		case errors.Is(err, chat.ErrNoDispatcher):
+		case errors.Is(err, dispatch.ErrNoDispatcher):
 			msg = "this channel cannot send messages"
 		}
 		return failure(msg + ": " + err.Error())

@@ -1,5 +1,5 @@
 // Package tools holds the tools offered to the model. Each finds the run it
-// serves through the context: the chat.RequestContext (where the message
+// serves through the context: the dispatch.RequestContext (where the message
 // came from), the chat.Registry (how to reach that platform) and the
 // agent.ToolExecutionContext (the in-flight messages).
 package tools
@@ -9,12 +9,13 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // Default returns the tools every channel offers: chat_send and
 // chat_load_history.
-func Default(store *chat.Store) []agent.Tool {
-	return []agent.Tool{&ChatSend{Store: store}, &ChatLoadHistory{Store: store}}
+func Default(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+	return []agent.Tool{&ChatSend{Deliverer: d}, &ChatLoadHistory{Store: store}}
 }
 
 // result encodes a tool's answer to the model.

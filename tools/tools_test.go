@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/tools"
 )
 
@@ -23,10 +24,10 @@ func openStore(t *testing.T) *chat.Store {
 func TestChatSendRefusesBadInputWithoutSending(t *testing.T) {
 	store := openStore(t)
 	sent := 0
-	reg := chat.NewRegistry()
-	reg.Register("api", chat.DispatcherFunc(func(context.Context, chat.RequestContext, string) error { sent++; return nil }))
-	ctx := chat.WithRegistry(chat.WithRequest(context.Background(), chat.RequestContext{Channel: "api", ChatID: "c", ChatKey: "api:chat:c"}), reg)
-	send := &tools.ChatSend{Store: store}
+	reg := dispatch.NewRegistry()
+	reg.Register("api", dispatch.DispatcherFunc(func(context.Context, dispatch.RequestContext, string) error { sent++; return nil }))
+	ctx := dispatch.WithRequest(context.Background(), dispatch.RequestContext{Channel: "api", ChatID: "c", ChatKey: "api:chat:c"})
+	send := &tools.ChatSend{Deliverer: &dispatch.Deliverer{Registry: reg, Store: store}}
 
 	for _, args := range []string{`{}`, `{"text":"   "}`, `{"text":42}`, `[1]`, `{"text":"\xff"}`} {
 		res := send.Call(ctx, json.RawMessage(args))
@@ -44,7 +45,7 @@ func TestChatSendRefusesBadInputWithoutSending(t *testing.T) {
 		t.Errorf("no request: %+v", res)
 	}
 	// An unknown channel is a failure too, never a silent success.
-	res = send.Call(chat.WithRegistry(chat.WithRequest(context.Background(), chat.RequestContext{Channel: "qq", ChatKey: "qq:c2c:x"}), reg), json.RawMessage(`{"text":"hi"}`))
+	res = send.Call(dispatch.WithRequest(context.Background(), dispatch.RequestContext{Channel: "qq", ChatKey: "qq:c2c:x"}), json.RawMessage(`{"text":"hi"}`))
 	if res.OK || !strings.Contains(res.Content, "cannot send") {
 		t.Errorf("unknown channel: %+v", res)
 	}
@@ -61,7 +62,7 @@ func TestChatSendRefusesBadInputWithoutSending(t *testing.T) {
 
 func TestChatLoadHistoryOutsideARunFailsClearly(t *testing.T) {
 	h := &tools.ChatLoadHistory{Store: openStore(t)}
-	ctx := chat.WithRequest(context.Background(), chat.RequestContext{Channel: "api", ChatKey: "api:chat:c"})
+	ctx := dispatch.WithRequest(context.Background(), dispatch.RequestContext{Channel: "api", ChatKey: "api:chat:c"})
 	for args, want := range map[string]string{
 		`{"limit":"ten"}`: "arguments must be",
 		`{"limit":5}`:     "during a run",

@@ -24,6 +24,8 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // Modes of receiving events.
@@ -74,9 +76,8 @@ type Options struct {
 	CacheDir string
 	// Limits bound the retries of a send (zero values → defaults).
 	Limits Limits
-	// Engine and Commands are ship's core and its chat commands; required.
-	Engine   *adapters.Engine
-	Commands *adapters.Commands
+	// Host is ship's core as a platform sees it; required.
+	Host adapters.Host
 	// HTTPClient for open-platform calls (the websocket bootstrap too);
 	// nil → a client with a 30 s timeout.
 	HTTPClient *http.Client
@@ -95,10 +96,12 @@ type Adapter struct {
 	sdkLog larkcore.Logger
 	log    zerolog.Logger
 	status adapters.StatusBox
-	busy   adapters.BusyNotes
 	seen   *seenEvents
-	bg     background
 	uuids  replyCounter
+	// workers owns the goroutines besides Run (notes, busy timers); intake
+	// is the handler tail every event ends in.
+	workers *adapters.Workers
+	intake  *adapters.Intake
 
 	mu     sync.RWMutex
 	botID  string // the bot's open_id, once known
@@ -106,14 +109,30 @@ type Adapter struct {
 	closed bool   // Run has returned
 }
 
-// New checks the options and registers the adapter's dispatcher for the
-// feishu channel. Nothing is sent over the network until Run.
+// FromConfig builds the adapter from ship's configuration.
+func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
+	fc := cfg.Adapters.Feishu
+	return New(Options{
+		AppID:             fc.AppID,
+		AppSecret:         fc.AppSecret,
+		Domain:            fc.Domain,
+		Mode:              fc.Mode,
+		VerificationToken: fc.VerificationToken,
+		EncryptKey:        fc.EncryptKey,
+		BusyNote:          fc.BusyNote == nil || *fc.BusyNote,
+		CacheDir:          cfg.StatePath(".cache", "feishu"),
+		Host:              host,
+		Logger:            log,
+	})
+}
+
+// New checks the options. Nothing is sent over the network until Run.
 func New(opts Options) (*Adapter, error) {
 	if opts.AppID == "" || opts.AppSecret == "" {
 		return nil, errors.New("feishu: no app credentials: set FEISHU_APP_ID and FEISHU_APP_SECRET")
 	}
-	if opts.Engine == nil || opts.Commands == nil {
-		return nil, errors.New("feishu: Engine and Commands are required")
+	if opts.Host == nil {
+		return nil, errors.New("feishu: Host is required")
 	}
 	domain, err := resolveDomain(opts.Domain)
 	if err != nil {
@@ -131,9 +150,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.WebhookMaxAge <= 0 {
 		opts.WebhookMaxAge = 5 * time.Minute
-	}
-	if opts.BusyAfter <= 0 {
-		opts.BusyAfter = 3 * time.Second
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
@@ -168,9 +184,15 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Mode == ModeWebhook {
 		a.hook = httpserverextHandler(a.events)
 	}
-	a.bg.init()
+	a.workers = adapters.NewWorkers()
+	a.intake = &adapters.Intake{
+		Host: opts.Host, Workers: a.workers, BusyNote: opts.BusyNote, BusyAfter: opts.BusyAfter, Log: a.log,
+		// Notes are kept apart from replies in the idempotency uuids.
+		Send: func(ctx context.Context, req dispatch.RequestContext, text string) error {
+			return a.send(ctx, req, text, kindNote)
+		},
+	}
 	a.status.Set(chat.ChannelFeishu, "starting", "")
-	opts.Engine.Registry.Register(chat.ChannelFeishu, chat.DispatcherFunc(a.sendText))
 	return a, nil
 }
 
@@ -294,7 +316,7 @@ func (a *Adapter) stop() {
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
-	a.bg.close()
+	a.workers.Stop()
 	if err := a.seen.close(); err != nil {
 		a.log.Warn().Err(err).Msg("closing the feishu event log")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 var (
@@ -89,22 +90,11 @@ func (a *Adapter) handle(ctx context.Context, ev *larkim.P2MessageReceiveV1Data,
 	msgType := deref(m.MessageType)
 	text := messageText(msgType, deref(m.Content), ms)
 
-	in := adapters.IncomingChatMessage{
+	in := ingress.IncomingChatMessage{
 		ChatID: chatID, ChatType: chatType, MessageID: msgID, ThreadID: threadID, UserID: sender,
 	}
-	req := chat.RequestContext{
-		Channel: chat.ChannelFeishu, ChatID: chatID, ThreadID: threadID, ChatKey: key,
-		UserID: sender, ChatType: chatType, MessageID: msgID,
-	}
 	addressed := !group || ms.bot
-	if addressed {
-		if name, ok := command(text); ok {
-			if reply, ok := a.opts.Commands.Reply(ctx, name, req); ok {
-				a.noteLater(req, reply)
-				return nil
-			}
-		}
-	}
+	cmd, _ := command(text)
 	if strings.TrimSpace(text) == "" {
 		text = "(empty message)"
 	}
@@ -116,33 +106,11 @@ func (a *Adapter) handle(ctx context.Context, ev *larkim.P2MessageReceiveV1Data,
 	if root := deref(m.RootId); root != "" {
 		meta["rootId"] = root
 	}
-
-	if !addressed {
-		// Logged, so chat_load_history sees the whole conversation.
-		err := a.opts.Engine.Ingress.RecordOnce(ctx, chat.ChannelFeishu, key, in, meta)
-		if errors.Is(err, adapters.ErrDuplicate) {
-			return nil
-		}
-		return err
-	}
-	t, err := a.opts.Engine.Ingress.AcceptOnce(ctx, adapters.Submission{
-		Channel: chat.ChannelFeishu, ChatKey: key, Message: in, Meta: meta,
+	return a.intake.Take(ctx, adapters.Arrival{
+		Submission: ingress.Submission{Channel: chat.ChannelFeishu, ChatKey: key, Message: in, Meta: meta},
+		Addressed:  addressed,
+		Command:    cmd,
 	})
-	switch {
-	case errors.Is(err, adapters.ErrDuplicate):
-		a.log.Debug().Str("chatKey", key).Str("messageId", msgID).Msg("re-delivered feishu message ignored")
-		return nil
-	case adapters.IsBusy(err):
-		// The message is logged; tell the user rather than stay silent.
-		a.noteLater(req, "I'm overloaded right now and can't take your message. Please try again in a minute.")
-		return nil
-	case err != nil:
-		return err
-	}
-	if t.Position > 0 && a.opts.BusyNote {
-		a.noteIfStillWaiting(t.ID, req)
-	}
-	return nil
 }
 
 // command reads "/name …" (a command may carry "@bot" after its name, as
@@ -155,29 +123,4 @@ func command(text string) (string, bool) {
 	}
 	name, _, _ = strings.Cut(name, "@")
 	return name, true
-}
-
-// noteLater sends a note of the adapter's own (command answers, busy
-// replies) in the background: the event handler must not wait for a send.
-func (a *Adapter) noteLater(req chat.RequestContext, text string) {
-	a.bg.goAfter(0, func(ctx context.Context) { a.sendNote(ctx, req, text) })
-}
-
-// noteIfStillWaiting tells the chat its place in line if the message has
-// not started after BusyAfter: a short wait needs no note.
-func (a *Adapter) noteIfStillWaiting(id string, req chat.RequestContext) {
-	a.bg.goAfter(a.opts.BusyAfter, func(ctx context.Context) {
-		pos, ok := a.opts.Engine.Queue.Position(id)
-		if !ok || pos == 0 || !a.busy.Allow(req.ChatKey) {
-			return
-		}
-		a.sendNote(ctx, req, adapters.BusyText(pos))
-	})
-}
-
-// sendNote sends through the same path as replies; failures are only logged.
-func (a *Adapter) sendNote(ctx context.Context, req chat.RequestContext, text string) {
-	if err := a.send(ctx, req, text, kindNote); err != nil {
-		a.log.Warn().Err(err).Str("chatKey", req.ChatKey).Msg("sending feishu note failed")
-	}
 }

@@ -11,13 +11,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/feishu"
 	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakelark"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
 )
 
 const (
@@ -31,7 +31,7 @@ type env struct {
 	dir     string
 	lk      *fakelark.Server
 	model   *fakeopenai.Server
-	engine  *adapters.Engine
+	engine  *engine.Engine
 	adapter *feishu.Adapter
 	hookURL string // webhook mode: where the adapter listens
 	logs    *logbuf.Buffer
@@ -70,7 +70,7 @@ func newEnv(t *testing.T, s setup) *env {
 		VerificationToken: verifyTok, EncryptKey: encryptKey,
 		CacheDir: filepath.Join(e.dir, ".ship", ".cache", "feishu"),
 		Limits:   feishu.Limits{RetryBase: time.Millisecond},
-		Engine:   e.engine, Commands: &adapters.Commands{Engine: e.engine, Model: "fake/m"}, Logger: log,
+		Host:     e.engine, Logger: log,
 	}
 	if s.opts != nil {
 		s.opts(&opts)
@@ -79,6 +79,7 @@ func newEnv(t *testing.T, s setup) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.engine.Register(a.Name(), a)
 	e.adapter = a
 	if opts.Mode == feishu.ModeWebhook {
 		mux := http.NewServeMux()

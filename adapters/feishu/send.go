@@ -14,7 +14,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/split"
-	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // MaxMessageChars is the size of one text message ship sends, in
@@ -65,12 +65,12 @@ type finalError struct{ msg string }
 
 func (e *finalError) Error() string { return e.msg }
 
-// sendText is the feishu channel's dispatcher. In groups (and in threads)
+// SendText is the feishu channel's dispatcher. In groups (and in threads)
 // the reply answers the triggering message, in its thread when it has one;
 // in a one-to-one chat it is a new message. Each part carries a uuid that
 // is the same for every attempt of that part, so Feishu drops a repeat of a
 // send that went through although its answer was lost.
-func (a *Adapter) sendText(ctx context.Context, req chat.RequestContext, text string) error {
+func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, text string) error {
 	return a.send(ctx, req, text, kindReply)
 }
 
@@ -81,7 +81,7 @@ const (
 	kindNote  = "note"
 )
 
-func (a *Adapter) send(ctx context.Context, req chat.RequestContext, text, kind string) error {
+func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text, kind string) error {
 	if req.ChatID == "" {
 		return errors.New("feishu: no chat to send to")
 	}
@@ -165,7 +165,7 @@ func isRateLimit(code, status int) bool {
 }
 
 // sendPart delivers one part, retrying what a retry can fix.
-func (a *Adapter) sendPart(ctx context.Context, req chat.RequestContext, text, uuid string) error {
+func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text, uuid string) error {
 	content, err := json.Marshal(map[string]string{"text": text})
 	if err != nil {
 		return fmt.Errorf("feishu send: %w", err)

@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	"github.com/larksuite/oapi-sdk-go/v3/core/httpserverext"
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
 	"github.com/rs/zerolog"
-
-	"github.com/shipmyagent/ship/adapters"
 )
 
 // sdkLogger routes the SDK's logs into zerolog. The SDK logs requests,
@@ -54,47 +50,4 @@ func scrubSecrets(s string, secrets ...string) string {
 // httpserverextHandler is the SDK's webhook handler for d.
 func httpserverextHandler(d *dispatcher.EventDispatcher) http.HandlerFunc {
 	return httpserverext.NewEventHandlerFunc(d)
-}
-
-// background runs the adapter's own short tasks (command answers, busy
-// notes) off the event handler, which must return at once, and stops them
-// when Run ends.
-type background struct {
-	mu     sync.Mutex
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
-	closed bool
-}
-
-func (b *background) init() {
-	b.ctx, b.cancel = context.WithCancel(context.Background())
-}
-
-// goAfter runs f after d in its own goroutine, unless the adapter stopped.
-func (b *background) goAfter(d time.Duration, f func(ctx context.Context)) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		if d > 0 && !adapters.SleepCtx(b.ctx, d) {
-			return
-		}
-		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
-		defer cancel()
-		f(ctx)
-	}()
-}
-
-// close cancels the tasks and waits for them.
-func (b *background) close() {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	b.cancel()
-	b.wg.Wait()
 }

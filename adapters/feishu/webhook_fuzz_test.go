@@ -21,11 +21,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/feishu"
 	"github.com/shipmyagent/ship/internal/fakelark"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // seedTS is the X-Lark-Request-Timestamp of the seed requests: a fixed
@@ -51,7 +52,7 @@ var seedEvents = []string{
 // with the offline model behind it; requests go straight to ServeHTTP.
 type hookTarget struct {
 	adapter  *feishu.Adapter
-	engine   *adapters.Engine
+	engine   *engine.Engine
 	lk       *fakelark.Server
 	cacheDir string
 }
@@ -64,7 +65,8 @@ func newHookTarget(tb testing.TB) *hookTarget {
 	}
 	tb.Cleanup(lk.Close)
 	dir := tb.TempDir()
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
+		Tools:    tools.Default,
 		ChatsDir: filepath.Join(dir, "chats"), Durability: chat.DurabilityNone,
 		Model: llm.NewOffline(), Logger: zerolog.Nop(),
 	})
@@ -76,11 +78,12 @@ func newHookTarget(tb testing.TB) *hookTarget {
 		AppID: lk.AppID(), AppSecret: appSecret, Domain: lk.URL(), Mode: feishu.ModeWebhook,
 		VerificationToken: verifyTok, EncryptKey: encryptKey, CacheDir: h.cacheDir,
 		Limits: feishu.Limits{RetryBase: time.Millisecond},
-		Engine: eng, Commands: &adapters.Commands{Engine: eng, Model: "offline"}, Logger: zerolog.Nop(),
+		Host:   eng, Logger: zerolog.Nop(),
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	eng.Register(h.adapter.Name(), h.adapter)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -133,11 +136,11 @@ func (h *hookTarget) post(body []byte, ts, nonce, sig string) (a answer) {
 // untouched fails unless nothing was logged, queued, sent or remembered.
 func (h *hookTarget) untouched(t *testing.T, what string) {
 	t.Helper()
-	keys, err := h.engine.Store.ChatKeys(context.Background())
+	keys, err := h.engine.Store().ChatKeys(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := h.engine.Queue.Stats()
+	st := h.engine.Queue().Stats()
 	if len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.lk.Sent()) != 0 {
 		t.Fatalf("%s changed something: chats %v, queue %+v, %d sent", what, keys, st, len(h.lk.Sent()))
 	}
@@ -323,7 +326,7 @@ func TestWebhookRefusesHostileBodies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHookTarget(t)
 			a := h.post(c.call.body, c.call.ts, c.call.nonce, c.call.sig)
-			keys, err := h.engine.Store.ChatKeys(context.Background())
+			keys, err := h.engine.Store().ChatKeys(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

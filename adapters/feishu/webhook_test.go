@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/feishu"
 	"github.com/shipmyagent/ship/internal/fakelark"
 )
@@ -105,7 +104,7 @@ func TestWebhookModeNeedsAnEncryptKey(t *testing.T) {
 	e := newEnv(t, setup{noStart: true})
 	_, err := feishu.New(feishu.Options{
 		AppID: "cli_x", AppSecret: appSecret, Mode: feishu.ModeWebhook,
-		Engine: e.engine, Commands: &adapters.Commands{Engine: e.engine},
+		Host: e.engine,
 	})
 	if err == nil || !strings.Contains(err.Error(), "FEISHU_ENCRYPT_KEY") || strings.Contains(err.Error(), appSecret) {
 		t.Fatalf("err = %v", err)

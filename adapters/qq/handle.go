@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/tencent-connect/botgo/dto"
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 // Kinds of QQ chats; each is RequestContext.ChatType and picks the reply
@@ -61,17 +61,8 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 		a.log.Warn().Str("eventType", string(p.Type)).Str("messageId", m.ID).Msg("qq message without a chat id ignored")
 		return nil
 	}
-	req := chat.RequestContext{
-		Channel: chat.ChannelQQ, ChatID: in.ChatID, ChatKey: key, UserID: in.UserID,
-		ChatType: kind, Username: in.Username, MessageID: in.MessageID,
-	}
 	text := a.stripMention(m.Content, m.Mentions)
-	if cmd, ok := command(text); ok {
-		if reply, ok := a.opts.Commands.Reply(ctx, cmd, req); ok {
-			a.noteAsync(req, reply)
-			return nil
-		}
-	}
+	cmd, _ := command(text)
 	text = strings.TrimSpace(text + describeAttachments(m.Attachments))
 	if text == "" {
 		text = "(empty message)"
@@ -81,31 +72,20 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 	if m.GuildID != "" {
 		meta["guildId"] = m.GuildID
 	}
-	t, err := a.opts.Engine.Ingress.AcceptOnce(ctx, adapters.Submission{
-		Channel: chat.ChannelQQ, ChatKey: key, Message: in, Meta: meta,
+	// QQ delivers only messages meant for the bot (@ in groups and
+	// channels, private messages).
+	return a.intake.Take(ctx, adapters.Arrival{
+		Submission: ingress.Submission{Channel: chat.ChannelQQ, ChatKey: key, Message: in, Meta: meta},
+		Addressed:  true,
+		Command:    cmd,
 	})
-	switch {
-	case errors.Is(err, adapters.ErrDuplicate):
-		a.log.Debug().Str("chatKey", key).Str("messageId", in.MessageID).Msg("re-delivered qq message ignored")
-		return nil
-	case adapters.IsBusy(err):
-		// The message is logged; tell the user rather than stay silent.
-		a.noteAsync(req, "I'm overloaded right now and can't take your message. Please try again in a minute.")
-		return nil
-	case err != nil:
-		return err
-	}
-	if t.Position > 0 && a.opts.BusyNote {
-		a.noteIfStillWaiting(t.ID, req)
-	}
-	return nil
 }
 
 // normalize maps an event to the message the core sees and its chatKey
 // (DESIGN §3). Guild DMs are keyed by the DM session's guild id, which is
 // also where replies go: qq:dm:<guild_id>.
-func normalize(kind string, m *dto.Message) (adapters.IncomingChatMessage, string) {
-	in := adapters.IncomingChatMessage{ChatType: kind, MessageID: m.ID}
+func normalize(kind string, m *dto.Message) (ingress.IncomingChatMessage, string) {
+	in := ingress.IncomingChatMessage{ChatType: kind, MessageID: m.ID}
 	if m.Author != nil {
 		in.UserID, in.Username = m.Author.ID, m.Author.Username
 	}
@@ -177,48 +157,4 @@ func describeAttachments(atts []*dto.MessageAttachment) string {
 		fmt.Fprintf(&b, "\n[attachment (%s): %s]", kind, url)
 	}
 	return b.String()
-}
-
-// noteIfStillWaiting tells the chat its place in line if the message has
-// not started after BusyAfter: a short wait needs no note.
-func (a *Adapter) noteIfStillWaiting(id string, req chat.RequestContext) {
-	ctx, ok := a.running()
-	if !ok {
-		return
-	}
-	a.spawn(func() {
-		if !adapters.SleepCtx(ctx, a.opts.BusyAfter) {
-			return
-		}
-		pos, ok := a.opts.Engine.Queue.Position(id)
-		if !ok || pos == 0 || !a.busy.Allow(req.ChatKey) {
-			return
-		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		a.sendNote(sctx, req, adapters.BusyText(pos))
-	})
-}
-
-// noteAsync sends a note in the background: the event handler must return
-// quickly (botgo handles one event at a time; QQ expects a webhook answer
-// within seconds).
-func (a *Adapter) noteAsync(req chat.RequestContext, text string) {
-	ctx, ok := a.running()
-	if !ok {
-		return
-	}
-	a.spawn(func() {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		a.sendNote(sctx, req, text)
-	})
-}
-
-// sendNote sends a message of the adapter's own (a command's answer, a busy
-// note) as a passive reply; failures are only logged.
-func (a *Adapter) sendNote(ctx context.Context, req chat.RequestContext, text string) {
-	if err := a.sendText(ctx, req, text); err != nil {
-		a.log.Warn().Err(err).Str("chatKey", req.ChatKey).Msg("sending a qq note failed")
-	}
 }

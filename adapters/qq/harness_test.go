@@ -11,13 +11,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/fakeqq"
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
 )
 
 // These tests run one after another (none calls t.Parallel): botgo keeps
@@ -35,7 +35,7 @@ type env struct {
 	dir     string
 	qq      *fakeqq.Server
 	model   *fakeopenai.Server
-	engine  *adapters.Engine
+	engine  *engine.Engine
 	adapter *qq.Adapter
 	logs    *logbuf.Buffer
 	runErr  chan error
@@ -86,7 +86,7 @@ func newEnv(t *testing.T, s setup) *env {
 	opts := qq.Options{
 		AppID: appID, AppSecret: appSecret, APIBase: e.qq.URL(), TokenBase: e.qq.URL(),
 		ReconnectBackoff: 10 * time.Millisecond, RetryBase: time.Millisecond,
-		Engine: e.engine, Commands: &adapters.Commands{Engine: e.engine, Model: "fake/m"}, Logger: log,
+		Host: e.engine, Logger: log,
 	}
 	if s.opts != nil {
 		s.opts(&opts)
@@ -95,6 +95,7 @@ func newEnv(t *testing.T, s setup) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.engine.Register(a.Name(), a)
 	e.adapter = a
 	if !s.noStart {
 		e.start()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/config"
 )
 
 // Modes of receiving events.
@@ -82,9 +83,9 @@ type Options struct {
 	// HTTPClient fetches access tokens (nil → a client with a 10 s timeout).
 	// API calls go through botgo's own client.
 	HTTPClient *http.Client
-	Engine     *adapters.Engine
-	Commands   *adapters.Commands
-	Logger     zerolog.Logger
+	// Host is ship's core as a platform sees it; required.
+	Host   adapters.Host
+	Logger zerolog.Logger
 }
 
 // Adapter is the QQ connection.
@@ -92,7 +93,6 @@ type Adapter struct {
 	opts    Options
 	log     zerolog.Logger
 	status  adapters.StatusBox
-	busy    adapters.BusyNotes
 	tokens  *tokenSource
 	seqs    seqCounter
 	events  recentSet // event ids already handled
@@ -102,23 +102,43 @@ type Adapter struct {
 	apiMu sync.Mutex // botgo's openapi client is not safe for concurrent calls
 	api   openapi.OpenAPI
 
+	// workers owns the goroutines besides Run (notes, busy timers, the
+	// token refresher); intake is the handler tail every event ends in.
+	workers *adapters.Workers
+	intake  *adapters.Intake
+
 	mu      sync.Mutex
 	runCtx  context.Context // set while Run runs
 	started bool            // Run was called: the API domains are set
-	closing bool            // no new background work
-	bg      sync.WaitGroup  // busy notes and the token refresher
 	botID   string
 	gw      gatewayState
 }
 
-// New checks the options and registers the adapter's dispatcher for the qq
-// channel. Nothing is sent over the network until Run.
+// FromConfig builds the adapter from ship's configuration.
+func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
+	qc := cfg.Adapters.QQ
+	return New(Options{
+		AppID:         qc.AppID,
+		AppSecret:     qc.AppSecret,
+		Sandbox:       qc.Sandbox,
+		APIBase:       qc.APIBase,
+		TokenBase:     qc.TokenBase,
+		Mode:          qc.Mode,
+		WebhookSecret: qc.WebhookSecret,
+		Intents:       qc.Intents,
+		BusyNote:      qc.BusyNote == nil || *qc.BusyNote,
+		Host:          host,
+		Logger:        log,
+	})
+}
+
+// New checks the options. Nothing is sent over the network until Run.
 func New(opts Options) (*Adapter, error) {
 	if opts.AppID == "" || opts.AppSecret == "" {
 		return nil, errors.New("qq: no app credentials: set QQ_APP_ID and QQ_APP_SECRET")
 	}
-	if opts.Engine == nil || opts.Commands == nil {
-		return nil, errors.New("qq: Engine and Commands are required")
+	if opts.Host == nil {
+		return nil, errors.New("qq: Host is required")
 	}
 	switch opts.Mode {
 	case "":
@@ -145,9 +165,6 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Intents == 0 {
 		opts.Intents = int(defaultIntents)
 	}
-	if opts.BusyAfter <= 0 {
-		opts.BusyAfter = 3 * time.Second
-	}
 	if opts.ReconnectBackoff <= 0 {
 		opts.ReconnectBackoff = time.Second
 	}
@@ -171,8 +188,12 @@ func New(opts Options) (*Adapter, error) {
 	// botgo reads the API base from its package variables on every call;
 	// Run sets them (sandbox or not, both to opts.APIBase).
 	a.api = botgo.NewOpenAPI(opts.AppID, a.tokens).WithTimeout(10 * time.Second)
+	a.workers = adapters.NewWorkers()
+	a.intake = &adapters.Intake{
+		Host: opts.Host, Send: a.SendText, Workers: a.workers,
+		BusyNote: opts.BusyNote, BusyAfter: opts.BusyAfter, Log: log,
+	}
 	a.status.Set(chat.ChannelQQ, "starting", "")
-	opts.Engine.Registry.Register(chat.ChannelQQ, chat.DispatcherFunc(a.sendText))
 	return a, nil
 }
 
@@ -195,14 +216,11 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	a.mu.Lock()
-	a.runCtx, a.started, a.closing = ctx, true, false
+	a.runCtx, a.started = ctx, true
 	a.mu.Unlock()
 	defer func() {
 		cancel()
-		a.mu.Lock()
-		a.closing = true
-		a.mu.Unlock()
-		a.bg.Wait() // busy notes and the token refresher
+		a.workers.Stop() // busy notes and the token refresher
 		if err != nil {
 			a.status.Set(chat.ChannelQQ, "failed", err.Error())
 		} else {
@@ -218,7 +236,14 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 		}
 		return err
 	}
-	a.spawn(func() { a.tokens.refreshLoop(ctx) })
+	a.workers.Go(func(wctx context.Context) {
+		// Whichever ends first: Run's ctx or the workers'.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(wctx, cancel)
+		defer stop()
+		a.tokens.refreshLoop(ctx)
+	})
 
 	if a.opts.Mode == ModeWebhook {
 		a.status.Set(chat.ChannelQQ, "running", "webhook at "+WebhookPath)
@@ -237,21 +262,6 @@ func (a *Adapter) running() (context.Context, bool) {
 		return nil, false
 	}
 	return a.runCtx, true
-}
-
-// spawn runs fn in the background; Run waits for it before returning, so
-// nothing of this adapter runs on after it.
-func (a *Adapter) spawn(fn func()) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closing {
-		return
-	}
-	a.bg.Add(1)
-	go func() {
-		defer a.bg.Done()
-		fn()
-	}()
 }
 
 // backoff is the wait before reconnect attempt n (0-based): ReconnectBackoff

@@ -15,7 +15,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/split"
-	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // MaxMessageChars is how long one QQ message may be, in characters; longer
@@ -105,9 +105,9 @@ func (textReply) GetEventID() string { return "" }
 // GetSendType implements dto.APIMessage.
 func (textReply) GetSendType() dto.SendType { return dto.Text }
 
-// sendText is the qq channel's dispatcher: the text goes, split, as passive
+// SendText is the qq channel's dispatcher: the text goes, split, as passive
 // replies to the triggering message, to the route of its chat kind.
-func (a *Adapter) sendText(ctx context.Context, req chat.RequestContext, text string) error {
+func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, text string) error {
 	a.mu.Lock()
 	started := a.started
 	a.mu.Unlock()
@@ -133,7 +133,7 @@ func (a *Adapter) sendText(ctx context.Context, req chat.RequestContext, text st
 // every part and every chat_send for one message gets its own. It retries
 // 5xx, 429 and network errors with backoff, and a rejected token once after
 // dropping it; any other refusal is returned as it is (an *APIError).
-func (a *Adapter) sendPart(ctx context.Context, req chat.RequestContext, text string) error {
+func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text string) error {
 	seq := a.seqs.next(req.MessageID)
 	refreshed, uncertain, bumps := false, false, 0
 	for attempt := 1; ; attempt++ {
@@ -182,7 +182,7 @@ func (a *Adapter) sendPart(ctx context.Context, req chat.RequestContext, text st
 
 // post makes one API call. botgo's openapi client changes shared state on
 // every call (auth header, trace id), so calls are serialised.
-func (a *Adapter) post(ctx context.Context, req chat.RequestContext, text string, seq uint32) error {
+func (a *Adapter) post(ctx context.Context, req dispatch.RequestContext, text string, seq uint32) error {
 	a.apiMu.Lock()
 	defer a.apiMu.Unlock()
 	var err error

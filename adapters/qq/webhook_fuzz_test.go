@@ -17,11 +17,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/internal/fakeqq"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // seedTS is the X-Signature-Timestamp of the seed requests.
@@ -48,7 +49,7 @@ var seedPayloads = []string{
 // a time in a process (botgo's base URLs; see botgoseam.go).
 type hookTarget struct {
 	adapter *qq.Adapter
-	engine  *adapters.Engine
+	engine  *engine.Engine
 	qq      *fakeqq.Server
 }
 
@@ -59,7 +60,8 @@ func newHookTarget(tb testing.TB) *hookTarget {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(fake.Close)
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
+		Tools:    tools.Default,
 		ChatsDir: filepath.Join(tb.TempDir(), "chats"), Durability: chat.DurabilityNone,
 		Model: llm.NewOffline(), Logger: zerolog.Nop(),
 	})
@@ -69,11 +71,12 @@ func newHookTarget(tb testing.TB) *hookTarget {
 	a, err := qq.New(qq.Options{
 		AppID: appID, AppSecret: appSecret, APIBase: fake.URL(), TokenBase: fake.URL(), Mode: qq.ModeWebhook,
 		ReconnectBackoff: 10 * time.Millisecond, RetryBase: time.Millisecond,
-		Engine: eng, Commands: &adapters.Commands{Engine: eng, Model: "offline"}, Logger: zerolog.Nop(),
+		Host: eng, Logger: zerolog.Nop(),
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	eng.Register(a.Name(), a)
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() { runErr <- a.Run(ctx) }()
@@ -132,11 +135,11 @@ func (h *hookTarget) post(body []byte, ts, sig string) (a answer) {
 // untouched fails unless nothing was logged, queued or sent.
 func (h *hookTarget) untouched(t *testing.T, what string) {
 	t.Helper()
-	keys, err := h.engine.Store.ChatKeys(context.Background())
+	keys, err := h.engine.Store().ChatKeys(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := h.engine.Queue.Stats(); len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.qq.Sent()) != 0 {
+	if st := h.engine.Queue().Stats(); len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.qq.Sent()) != 0 {
 		t.Fatalf("%s changed something: chats %v, queue %+v, %d sent", what, keys, st, len(h.qq.Sent()))
 	}
 }
@@ -240,7 +243,7 @@ func TestWebhookRefusesHostileBodies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHookTarget(t)
 			a := h.post(c.call.body, c.call.ts, c.call.sig)
-			keys, err := h.engine.Store.ChatKeys(context.Background())
+			keys, err := h.engine.Store().ChatKeys(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

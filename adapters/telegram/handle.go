@@ -6,10 +6,11 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 // errNotReady is returned for updates that arrive before getMe answered.
@@ -52,7 +53,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 		return nil // "/cmd@other_bot" is none of ours, not even to log
 	}
 	key := chatKey(m.Chat.ID, u.ThreadID, u.IsTopic)
-	in := adapters.IncomingChatMessage{
+	in := ingress.IncomingChatMessage{
 		ChatID:          strconv.FormatInt(m.Chat.ID, 10),
 		ChatType:        m.Chat.Type,
 		MessageID:       strconv.Itoa(m.MessageID),
@@ -60,12 +61,6 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 		UserID:          strconv.FormatInt(m.From.ID, 10),
 		Username:        displayName(m.From),
 	}
-	req := chat.RequestContext{
-		Channel: chat.ChannelTelegram, ChatID: in.ChatID, MessageThreadID: in.MessageThreadID,
-		ChatKey: key, UserID: in.UserID, ChatType: in.ChatType, Username: in.Username, MessageID: in.MessageID,
-	}
-
-	addressed := !group || !a.opts.RequireMention || addr.mentioned || addr.replyToMe || addr.command != ""
 	text := m.Text
 	if text == "" {
 		text = m.Caption
@@ -75,82 +70,27 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 	}
 	if addr.command != "" {
 		text = stripCommandTarget(text, bot.Username)
-		if reply, ok := a.opts.Commands.Reply(ctx, addr.command, req); ok {
-			a.sendNote(ctx, req, reply)
-			return nil
-		}
 	}
-	in.Text = a.describeMedia(ctx, m, text)
+	// Media is described here and downloaded only once the message is
+	// known to be new and answered (Prepare).
+	in.Text = describeMedia(m, text, "")
 	if strings.TrimSpace(in.Text) == "" {
 		in.Text = "(empty message)"
 	}
-	meta := map[string]any{"updateId": u.ID}
-
-	if !addressed {
-		// Logged, so chat_load_history sees the whole conversation.
-		err := a.opts.Engine.Ingress.RecordOnce(ctx, chat.ChannelTelegram, key, in, meta)
-		if errors.Is(err, adapters.ErrDuplicate) {
-			return nil
-		}
-		return err
-	}
-	t, err := a.opts.Engine.Ingress.AcceptOnce(ctx, adapters.Submission{
-		Channel: chat.ChannelTelegram, ChatKey: key, Message: in, Meta: meta,
+	return a.intake.Take(ctx, adapters.Arrival{
+		Submission: ingress.Submission{
+			Channel: chat.ChannelTelegram, ChatKey: key, Message: in,
+			Meta: map[string]any{"updateId": u.ID},
+			Prepare: func(ctx context.Context, described string) string {
+				if where, ok := a.download(ctx, m); ok {
+					return describeMedia(m, text, where)
+				}
+				return described
+			},
+		},
+		Addressed: !group || !a.opts.RequireMention || addr.mentioned || addr.replyToMe || addr.command != "",
+		Command:   addr.command,
 	})
-	switch {
-	case errors.Is(err, adapters.ErrDuplicate):
-		a.log.Debug().Str("chatKey", key).Str("messageId", in.MessageID).Msg("re-delivered message ignored")
-		return nil
-	case adapters.IsBusy(err):
-		// The message is logged; tell the user rather than stay silent.
-		a.sendNote(ctx, req, "I'm overloaded right now and can't take your message. Please try again in a minute.")
-		return nil
-	case err != nil:
-		return err
-	}
-	if t.Position > 0 && a.opts.BusyNote {
-		a.noteIfStillWaiting(t.ID, req)
-	}
-	return nil
-}
-
-// noteIfStillWaiting tells the chat its place in line if the message has
-// not started after BusyAfter: a short wait needs no note.
-func (a *Adapter) noteIfStillWaiting(id string, req chat.RequestContext) {
-	a.notesMu.Lock()
-	defer a.notesMu.Unlock()
-	if a.stopped {
-		return
-	}
-	if a.notes == nil {
-		a.notes = map[*time.Timer]struct{}{}
-	}
-	var t *time.Timer
-	t = time.AfterFunc(a.opts.BusyAfter, func() {
-		a.notesMu.Lock()
-		_, live := a.notes[t]
-		delete(a.notes, t)
-		a.notesMu.Unlock()
-		if !live {
-			return
-		}
-		pos, ok := a.opts.Engine.Queue.Position(id)
-		if !ok || pos == 0 || !a.busy.Allow(req.ChatKey) {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		a.sendNote(ctx, req, adapters.BusyText(pos))
-	})
-	a.notes[t] = struct{}{}
-}
-
-// sendNote sends a short message of the adapter's own (command answers,
-// busy notes) through the same paced sender; failures are only logged.
-func (a *Adapter) sendNote(ctx context.Context, req chat.RequestContext, text string) {
-	if err := a.sendText(ctx, req, text); err != nil {
-		a.log.Warn().Err(err).Str("chatKey", req.ChatKey).Msg("sending note failed")
-	}
 }
 
 // stripCommandTarget turns "/ask@ship_bot question" into "/ask question".
@@ -167,7 +107,7 @@ func stripCommandTarget(text, username string) string {
 
 // replyTarget is where a reply to req goes: the same chat and topic, as a
 // reply to the triggering message in groups.
-func replyTarget(req chat.RequestContext) (chatID, threadID, replyTo int64, err error) {
+func replyTarget(req dispatch.RequestContext) (chatID, threadID, replyTo int64, err error) {
 	chatID, err = strconv.ParseInt(req.ChatID, 10, 64)
 	if err != nil {
 		return 0, 0, 0, errors.New("telegram: chat id is not a number")

@@ -13,13 +13,13 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
 )
 
 const token = "123456:TEST-token-never-logged"
@@ -29,7 +29,7 @@ type env struct {
 	dir     string
 	tg      *faketelegram.Server
 	model   *fakeopenai.Server
-	engine  *adapters.Engine
+	engine  *engine.Engine
 	adapter *telegram.Adapter
 	logs    *logbuf.Buffer
 	stop    func()
@@ -67,7 +67,7 @@ func newEnv(t *testing.T, s setup) *env {
 		CacheDir:    filepath.Join(e.dir, ".ship", ".cache", "telegram"),
 		PollTimeout: 2 * time.Second,
 		Limits:      telegram.Limits{PerChat: rate.Inf, PerGroup: rate.Inf, Global: rate.Inf, RetryBase: time.Millisecond},
-		Engine:      e.engine, Commands: &adapters.Commands{Engine: e.engine, Model: "fake/m"}, Logger: log,
+		Host:        e.engine, Logger: log,
 	}
 	if s.opts != nil {
 		s.opts(&opts)
@@ -76,6 +76,7 @@ func newEnv(t *testing.T, s setup) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.engine.Register(a.Name(), a)
 	e.adapter = a
 	if !s.noStart {
 		e.start()

@@ -52,7 +52,7 @@ func TestMessageAcceptedBeforeACrashIsAnsweredOnce(t *testing.T) {
 	m := lost["message"].(map[string]any)
 	// What a crash right after accepting leaves: the message in the log,
 	// no reply, and the offset not confirmed.
-	if _, err := e.engine.Store.Append(context.Background(), chat.ChatLogEntryV1{
+	if _, err := e.engine.Store().Append(context.Background(), chat.ChatLogEntryV1{
 		Channel: "telegram", ChatID: "60", ChatKey: "telegram:chat:60", UserID: "60",
 		MessageID: "1", Role: chat.RoleUser, Text: m["text"].(string),
 	}); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/split"
-	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // MaxMessageChars is Telegram's limit on one message, in characters.
@@ -88,8 +88,8 @@ func newSender(a *api, l Limits, parseMode string, log zerolog.Logger) *sender {
 	}
 }
 
-// sendText is the telegram channel's dispatcher.
-func (a *Adapter) sendText(ctx context.Context, req chat.RequestContext, text string) error {
+// SendText is the telegram channel's dispatcher: it sends text into req's chat and topic.
+func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, text string) error {
 	chatID, threadID, replyTo, err := replyTarget(req)
 	if err != nil {
 		return err

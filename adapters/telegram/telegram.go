@@ -17,6 +17,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/config"
 )
 
 // Modes of receiving updates.
@@ -50,8 +51,8 @@ type Options struct {
 	CacheDir    string
 	PollTimeout time.Duration // 0 → 25 s
 	Limits      Limits
-	Engine      *adapters.Engine
-	Commands    *adapters.Commands
+	// Host is ship's core as a platform sees it.
+	Host adapters.Host
 	// HTTPClient for Bot API calls; nil → a client with a 75 s timeout
 	// (longer than a long poll).
 	HTTPClient *http.Client
@@ -64,30 +65,46 @@ type Adapter struct {
 	api    *api
 	log    zerolog.Logger
 	status adapters.StatusBox
-	busy   adapters.BusyNotes
 	sender *sender
-	allowC map[int64]bool
-	allowU map[int64]bool
+	// workers owns the goroutines besides Run (notes, busy timers); intake
+	// is the handler tail every update ends in.
+	workers *adapters.Workers
+	intake  *adapters.Intake
+	allowC  map[int64]bool
+	allowU  map[int64]bool
 
 	mu    sync.RWMutex
 	bot   me   // set once getMe answered
 	ready bool // bot is set
-
-	// notes are the pending delayed busy notes, stopped when Run ends so
-	// nothing is sent after shutdown.
-	notesMu sync.Mutex
-	notes   map[*time.Timer]struct{}
-	stopped bool
 }
 
-// New checks the options and registers the adapter's dispatcher for the
-// telegram channel. Nothing is sent over the network until Run.
+// FromConfig builds the adapter from ship's configuration.
+func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
+	tc := cfg.Adapters.Telegram
+	return New(Options{
+		Token:          tc.BotToken,
+		APIBase:        tc.APIBase,
+		Mode:           tc.Mode,
+		WebhookURL:     tc.WebhookURL,
+		WebhookSecret:  tc.WebhookSecret,
+		RequireMention: tc.RequireMention == nil || *tc.RequireMention,
+		AllowedChatIDs: tc.AllowedChatIDs,
+		AllowedUserIDs: tc.AllowedUserIDs,
+		BusyNote:       tc.BusyNote == nil || *tc.BusyNote,
+		ParseMode:      tc.ParseMode,
+		CacheDir:       cfg.StatePath(".cache", "telegram"),
+		Host:           host,
+		Logger:         log,
+	})
+}
+
+// New checks the options. Nothing is sent over the network until Run.
 func New(opts Options) (*Adapter, error) {
 	if opts.Token == "" {
 		return nil, errors.New("telegram: no bot token: set TELEGRAM_BOT_TOKEN")
 	}
-	if opts.Engine == nil || opts.Commands == nil {
-		return nil, errors.New("telegram: Engine and Commands are required")
+	if opts.Host == nil {
+		return nil, errors.New("telegram: Host is required")
 	}
 	if opts.APIBase == "" {
 		opts.APIBase = DefaultAPIBase
@@ -105,9 +122,6 @@ func New(opts Options) (*Adapter, error) {
 	if opts.WebhookSecret == "" {
 		opts.WebhookSecret = randomSecret()
 	}
-	if opts.BusyAfter <= 0 {
-		opts.BusyAfter = 3 * time.Second
-	}
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = 25 * time.Second
 	}
@@ -122,8 +136,12 @@ func New(opts Options) (*Adapter, error) {
 		allowU: set(opts.AllowedUserIDs),
 	}
 	a.sender = newSender(a.api, opts.Limits, opts.ParseMode, a.log)
+	a.workers = adapters.NewWorkers()
+	a.intake = &adapters.Intake{
+		Host: opts.Host, Send: a.SendText, Workers: a.workers,
+		BusyNote: opts.BusyNote, BusyAfter: opts.BusyAfter, Log: a.log,
+	}
 	a.status.Set(chat.ChannelTelegram, "starting", "")
-	opts.Engine.Registry.Register(chat.ChannelTelegram, chat.DispatcherFunc(a.sendText))
 	return a, nil
 }
 
@@ -135,7 +153,7 @@ func (a *Adapter) Status() adapters.Status { return a.status.Get() }
 
 // Run learns the bot's identity, then receives updates until ctx ends.
 func (a *Adapter) Run(ctx context.Context) error {
-	defer a.stopNotes()
+	defer a.workers.Stop()
 	bot, err := a.identify(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -187,14 +205,4 @@ func set(ids []int64) map[int64]bool {
 		m[id] = true
 	}
 	return m
-}
-
-func (a *Adapter) stopNotes() {
-	a.notesMu.Lock()
-	defer a.notesMu.Unlock()
-	a.stopped = true
-	for t := range a.notes {
-		t.Stop()
-	}
-	a.notes = nil
 }

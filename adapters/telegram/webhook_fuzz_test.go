@@ -15,11 +15,12 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // hookSecret is the secret_token of the webhook targets below.
@@ -55,7 +56,7 @@ var seedUpdates = []string{
 // with the offline model behind it; requests go straight to ServeHTTP.
 type hookTarget struct {
 	adapter *telegram.Adapter
-	engine  *adapters.Engine
+	engine  *engine.Engine
 	tg      *faketelegram.Server
 }
 
@@ -67,7 +68,8 @@ func newHookTarget(tb testing.TB) *hookTarget {
 	}
 	tb.Cleanup(tg.Close)
 	dir := tb.TempDir()
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
+		Tools:    tools.Default,
 		ChatsDir: filepath.Join(dir, "chats"), Durability: chat.DurabilityNone,
 		Model: llm.NewOffline(), Logger: zerolog.Nop(),
 	})
@@ -79,11 +81,12 @@ func newHookTarget(tb testing.TB) *hookTarget {
 		WebhookURL: "http://127.0.0.1:9", WebhookSecret: hookSecret, RequireMention: true,
 		CacheDir: filepath.Join(dir, "cache"),
 		Limits:   telegram.Limits{PerChat: rate.Inf, PerGroup: rate.Inf, Global: rate.Inf, RetryBase: time.Millisecond},
-		Engine:   eng, Commands: &adapters.Commands{Engine: eng, Model: "offline"}, Logger: zerolog.Nop(),
+		Host:     eng, Logger: zerolog.Nop(),
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	eng.Register(a.Name(), a)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -127,11 +130,11 @@ func (h *hookTarget) post(body []byte, secret string, bounded bool) int {
 // untouched fails unless nothing was logged, queued or sent.
 func (h *hookTarget) untouched(t *testing.T, what string) {
 	t.Helper()
-	keys, err := h.engine.Store.ChatKeys(context.Background())
+	keys, err := h.engine.Store().ChatKeys(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := h.engine.Queue.Stats(); len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.tg.Sent()) != 0 {
+	if st := h.engine.Queue().Stats(); len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.tg.Sent()) != 0 {
 		t.Fatalf("%s changed something: chats %v, queue %+v, %d sent", what, keys, st, len(h.tg.Sent()))
 	}
 }
@@ -221,7 +224,7 @@ func TestWebhookRefusesHostileBodies(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				h := newHookTarget(t)
 				code := h.post([]byte(c.body), c.secret, bounded)
-				keys, err := h.engine.Store.ChatKeys(context.Background())
+				keys, err := h.engine.Store().ChatKeys(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -31,10 +31,14 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/procstat"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // options are the command-line flags.
@@ -105,17 +109,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
+		Tools:      tools.Default,
 		ChatsDir:   filepath.Join(dir, ".ship", "chats"),
 		Durability: chat.DurabilityNone,
 		Model:      llm.NewOffline(),
-		Queue:      adapters.QueueOptions{Concurrency: o.concurrency},
+		Queue:      queue.Options{Concurrency: o.concurrency},
 		Logger:     zerolog.New(io.Discard),
 	})
 	if err != nil {
 		return err
 	}
-	eng.Registry.Register(channel, chat.DispatcherFunc(func(context.Context, chat.RequestContext, string) error { return nil }))
+	eng.Register(channel, dispatch.DispatcherFunc(func(context.Context, dispatch.RequestContext, string) error { return nil }))
 
 	base, err := measure(eng, 0, 0, 0, 0)
 	if err != nil {
@@ -173,7 +178,7 @@ func checkpoints(total int) []int {
 // feed runs chats [from, upTo) through the engine: o.concurrency feeders
 // each take the next chat and send its messages one after another, waiting
 // for each run to end. It returns how many chats were fed completely.
-func feed(ctx context.Context, eng *adapters.Engine, o options, from, upTo int) (int, error) {
+func feed(ctx context.Context, eng *engine.Engine, o options, from, upTo int) (int, error) {
 	next := make(chan int)
 	var mu sync.Mutex
 	var firstErr error
@@ -213,20 +218,20 @@ func feed(ctx context.Context, eng *adapters.Engine, o options, from, upTo int) 
 }
 
 // feedChat sends one chat's messages, each after the previous one's run.
-func feedChat(ctx context.Context, eng *adapters.Engine, id, messages int) error {
+func feedChat(ctx context.Context, eng *engine.Engine, id, messages int) error {
 	chatID := strconv.Itoa(100_000_000 + id)
 	key := "telegram:chat:" + chatID
-	done := make(chan adapters.Outcome, 1)
+	done := make(chan ingress.Outcome, 1)
 	for m := range messages {
-		_, err := eng.Ingress.Accept(ctx, adapters.Submission{
+		_, err := eng.Ingress().Accept(ctx, ingress.Submission{
 			Channel: channel,
 			ChatKey: key,
-			Message: adapters.IncomingChatMessage{
+			Message: ingress.IncomingChatMessage{
 				ChatID: chatID, ChatType: "private", UserID: chatID, Username: "user" + chatID,
 				MessageID: strconv.Itoa(m + 1),
 				Text:      fmt.Sprintf("message %d from chat %d: how are you today?", m+1, id),
 			},
-			OnDone: func(o adapters.Outcome) { done <- o },
+			OnDone: func(o ingress.Outcome) { done <- o },
 		})
 		if err != nil {
 			return fmt.Errorf("chat %d message %d: %w", id, m+1, err)
@@ -248,7 +253,7 @@ func feedChat(ctx context.Context, eng *adapters.Engine, id, messages int) error
 
 // measure takes a checkpoint. The Go heap is read after a GC so that it
 // counts live memory; RSS is read before it, as the process held it.
-func measure(eng *adapters.Engine, chats, turns int, turnsPerS float64, elapsed time.Duration) (sample, error) {
+func measure(eng *engine.Engine, chats, turns int, turnsPerS float64, elapsed time.Duration) (sample, error) {
 	rss, hwm, err := procstat.Memory(0)
 	if err != nil {
 		return sample{}, err
@@ -262,7 +267,7 @@ func measure(eng *adapters.Engine, chats, turns int, turnsPerS float64, elapsed 
 	runtime.ReadMemStats(&ms)
 	return sample{
 		chats: chats, turns: turns, rss: rss, hwm: hwm, heapInuse: ms.HeapInuse,
-		inMemory: eng.Runtime.ChatsInMemory(), openFiles: fds, goroutines: runtime.NumGoroutine(),
+		inMemory: eng.Runtime().ChatsInMemory(), openFiles: fds, goroutines: runtime.NumGoroutine(),
 		phaseTurnsPerS: turnsPerS, elapsed: elapsed,
 	}, nil
 }

@@ -12,82 +12,48 @@ import (
 	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/engine"
 )
 
-// newAdapters builds every enabled platform adapter and the webhook routes
-// they serve on ship's HTTP server.
-func newAdapters(cfg config.Config, engine *adapters.Engine, model string, log zerolog.Logger) ([]adapters.Adapter, map[string]http.Handler, error) {
+// webhookAdapter is a platform that can take its events over HTTP.
+type webhookAdapter interface {
+	adapters.Adapter
+	http.Handler
+}
+
+// newAdapters builds every enabled platform adapter, registers each as its
+// channel's dispatcher, and returns them with the webhook routes they serve
+// on ship's HTTP server.
+func newAdapters(cfg config.Config, eng *engine.Engine, log zerolog.Logger) ([]adapters.Adapter, map[string]http.Handler, error) {
+	type platform struct {
+		on      bool
+		webhook bool
+		path    string
+		build   func() (webhookAdapter, error)
+	}
+	a := cfg.Adapters
+	platforms := []platform{
+		{a.Telegram.On(), a.Telegram.Mode == telegram.ModeWebhook, telegram.WebhookPath,
+			func() (webhookAdapter, error) { return telegram.FromConfig(cfg, eng, log) }},
+		{a.Feishu.On(), a.Feishu.Mode == feishu.ModeWebhook, feishu.WebhookPath,
+			func() (webhookAdapter, error) { return feishu.FromConfig(cfg, eng, log) }},
+		{a.QQ.On(), a.QQ.Mode == qq.ModeWebhook, qq.WebhookPath,
+			func() (webhookAdapter, error) { return qq.FromConfig(cfg, eng, log) }},
+	}
 	var out []adapters.Adapter
 	webhooks := map[string]http.Handler{}
-	commands := &adapters.Commands{Engine: engine, Model: model}
-	if tc := cfg.Adapters.Telegram; tc.On() {
-		a, err := telegram.New(telegram.Options{
-			Token:          tc.BotToken,
-			APIBase:        tc.APIBase,
-			Mode:           tc.Mode,
-			WebhookURL:     tc.WebhookURL,
-			WebhookSecret:  tc.WebhookSecret,
-			RequireMention: tc.RequireMention == nil || *tc.RequireMention,
-			AllowedChatIDs: tc.AllowedChatIDs,
-			AllowedUserIDs: tc.AllowedUserIDs,
-			BusyNote:       tc.BusyNote == nil || *tc.BusyNote,
-			ParseMode:      tc.ParseMode,
-			CacheDir:       cfg.StatePath(".cache", "telegram"),
-			Engine:         engine,
-			Commands:       commands,
-			Logger:         log,
-		})
+	for _, p := range platforms {
+		if !p.on {
+			continue
+		}
+		ad, err := p.build()
 		if err != nil {
 			return nil, nil, err
 		}
-		out = append(out, a)
-		if tc.Mode == telegram.ModeWebhook {
-			webhooks["POST "+telegram.WebhookPath] = a
-		}
-	}
-	if fc := cfg.Adapters.Feishu; fc.On() {
-		a, err := feishu.New(feishu.Options{
-			AppID:             fc.AppID,
-			AppSecret:         fc.AppSecret,
-			Domain:            fc.Domain,
-			Mode:              fc.Mode,
-			VerificationToken: fc.VerificationToken,
-			EncryptKey:        fc.EncryptKey,
-			BusyNote:          fc.BusyNote == nil || *fc.BusyNote,
-			CacheDir:          cfg.StatePath(".cache", "feishu"),
-			Engine:            engine,
-			Commands:          commands,
-			Logger:            log,
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, a)
-		if fc.Mode == feishu.ModeWebhook {
-			webhooks["POST "+feishu.WebhookPath] = a
-		}
-	}
-	if qc := cfg.Adapters.QQ; qc.On() {
-		a, err := qq.New(qq.Options{
-			AppID:         qc.AppID,
-			AppSecret:     qc.AppSecret,
-			Sandbox:       qc.Sandbox,
-			APIBase:       qc.APIBase,
-			TokenBase:     qc.TokenBase,
-			Mode:          qc.Mode,
-			WebhookSecret: qc.WebhookSecret,
-			Intents:       qc.Intents,
-			BusyNote:      qc.BusyNote == nil || *qc.BusyNote,
-			Engine:        engine,
-			Commands:      commands,
-			Logger:        log,
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, a)
-		if qc.Mode == qq.ModeWebhook {
-			webhooks["POST "+qq.WebhookPath] = a
+		eng.Register(ad.Name(), ad)
+		out = append(out, ad)
+		if p.webhook {
+			webhooks["POST "+p.path] = ad
 		}
 	}
 	return out, webhooks, nil

@@ -18,8 +18,11 @@ import (
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/server"
+	"github.com/shipmyagent/ship/tools"
 )
 
 type startFlags struct {
@@ -103,7 +106,10 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
-	engine, err := adapters.NewEngine(adapters.EngineOptions{
+	modelName := cfg.LLM.Provider + "/" + cfg.LLM.Model
+	eng, err := engine.New(engine.Options{
+		Tools:       tools.Default,
+		ModelName:   modelName,
 		ChatsDir:    cfg.StatePath("chats"),
 		JournalPath: cfg.StatePath("pending.jsonl"),
 		Durability:  chat.Durability(cfg.Store.Durability),
@@ -112,7 +118,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		History: agent.HistoryLimits{
 			MaxChats: cfg.History.MaxChats, MaxMessages: cfg.History.MaxMessages, MaxChars: cfg.History.MaxChars,
 		},
-		Queue: adapters.QueueOptions{
+		Queue: queue.Options{
 			Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency, RunTimeout: cfg.RunTimeout(),
 		},
 		SegmentBytes: cfg.Store.SegmentBytes,
@@ -124,27 +130,26 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
-	modelName := cfg.LLM.Provider + "/" + cfg.LLM.Model
-	platforms, webhooks, err := newAdapters(cfg, engine, modelName, log)
+	platforms, webhooks, err := newAdapters(cfg, eng, log)
 	if err != nil {
-		_, _ = engine.Close(ctx)
+		_, _ = eng.Close(ctx)
 		return err
 	}
 	srv, err := server.New(server.Options{
-		Engine: engine, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
+		Engine: eng, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		Models:      []server.ModelInfo{{Name: modelName, Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}},
 		CORSOrigins: cfg.Server.CORSOrigins,
 	})
 	if err != nil {
-		_, _ = engine.Close(ctx)
+		_, _ = eng.Close(ctx)
 		return err
 	}
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		_, _ = engine.Close(ctx)
+		_, _ = eng.Close(ctx)
 		return fmt.Errorf("listening on %s: %w (is another ship running? pick another with --port)", addr, err)
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -159,7 +164,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	// interrupted messages are queued ahead of its new ones, and a platform
 	// re-delivering one of them finds it already taken. The dispatchers
 	// are registered (by the adapters' New), so replies can go out.
-	if n := engine.Recover(ctx); n > 0 {
+	if n := eng.Recover(ctx); n > 0 {
 		log.Info().Int("messages", n).Msg("recovery: answering messages accepted before the last stop")
 	}
 	adaptersDone := runAdapters(adapterCtx, platforms, log)
@@ -174,26 +179,26 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	case err := <-serveErr:
 		stopAdapters()
 		<-adaptersDone
-		_, _ = engine.Close(context.Background())
+		_, _ = eng.Close(context.Background())
 		return fmt.Errorf("http server stopped: %w", err)
 	}
 	// Platforms first: long polls and websockets end, so nothing new is
 	// taken while the running message finishes.
 	stopAdapters()
 	<-adaptersDone
-	return shutdown(httpSrv, engine, log)
+	return shutdown(httpSrv, eng, log)
 }
 
 // shutdown stops new HTTP connections, lets the running item finish within
 // the budget and releases everyone still waiting, then closes the store.
-func shutdown(httpSrv *http.Server, engine *adapters.Engine, log zerolog.Logger) error {
+func shutdown(httpSrv *http.Server, eng *engine.Engine, log zerolog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
 	// Closing the listeners first means no new request can slip in while
 	// the queue drains; requests already waiting are answered below.
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpSrv.Shutdown(ctx) }()
-	pending, err := engine.Close(ctx)
+	pending, err := eng.Close(ctx)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Error().Err(err).Msg("closing engine")
 	}

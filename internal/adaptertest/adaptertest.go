@@ -16,6 +16,8 @@ import (
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // HangGuard bounds every wait so a broken test fails instead of hanging; it
@@ -26,7 +28,7 @@ const HangGuard = 30 * time.Second
 // fast) behind langchaingo's real OpenAI client talking to a loopback fake
 // model scripted by handler (nil: echo through chat_send). Both close with
 // the test.
-func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog.Logger) (*adapters.Engine, *fakeopenai.Server) {
+func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog.Logger) (*engine.Engine, *fakeopenai.Server) {
 	t.Helper()
 	model, err := fakeopenai.Start(handler)
 	if err != nil {
@@ -37,9 +39,9 @@ func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
 		ChatsDir: filepath.Join(dir, ".ship", "chats"), Durability: chat.DurabilityNone,
-		Model: llm, Logger: log, RetryBackoff: time.Millisecond,
+		Model: llm, ModelName: "fake/m", Tools: tools.Default, Logger: log, RetryBackoff: time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -84,19 +86,19 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 
 // Idle waits until the queue has nothing waiting or running: every message
 // that was going to run has run.
-func Idle(t testing.TB, e *adapters.Engine) {
+func Idle(t testing.TB, e *engine.Engine) {
 	t.Helper()
 	WaitFor(t, "an idle queue", func() bool {
-		st := e.Queue.Stats()
+		st := e.Queue().Stats()
 		return st.Waiting == 0 && st.Running == 0
 	})
 }
 
 // Entries returns a chat's whole log.
-func Entries(t testing.TB, e *adapters.Engine, chatKey string) []chat.ChatLogEntryV1 {
+func Entries(t testing.TB, e *engine.Engine, chatKey string) []chat.ChatLogEntryV1 {
 	t.Helper()
 	var out []chat.ChatLogEntryV1
-	if err := e.Store.Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
+	if err := e.Store().Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
 		out = append(out, en)
 		return true
 	}); err != nil {

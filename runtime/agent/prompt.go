@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // agentMD reads the operator's Agent.md, re-reading it only when it changed,
@@ -48,7 +48,7 @@ func (a *agentMD) load() (string, error) {
 // defaultPrompt carries what changes per request (time, where the message
 // came from) and the reply rules. It is rebuilt for every request and never
 // stored in history, so the history stays free of stale metadata.
-func defaultPrompt(now time.Time, chatKey string, req chat.RequestContext, hasChannel bool) string {
+func defaultPrompt(now time.Time, chatKey string, req dispatch.RequestContext, hasChannel bool) string {
 	var b strings.Builder
 	b.WriteString("# Runtime\n")
 	fmt.Fprintf(&b, "- Current time: %s\n", now.Format("2006-01-02 15:04:05 Mon MST (-07:00)"))

@@ -12,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // Options configure a Runtime. Model is required; the rest has defaults.
@@ -100,7 +101,7 @@ func (r *Runtime) ChatsInMemory() int { return r.sessions.len() }
 // meaning: on failure Success is false and Output is one short line fit to
 // show the user; the error says what went wrong for the log.
 func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error) {
-	req, _ := chat.RequestFromContext(ctx)
+	req, _ := dispatch.RequestFromContext(ctx)
 	hasChannel := req.Channel != ""
 	log := r.opts.Logger.With().Str("chatKey", in.ChatKey).Str("channel", req.Channel).Logger()
 
@@ -108,7 +109,7 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	if err != nil {
 		log.Warn().Err(err).Msg("Agent.md unreadable; running without it")
 	}
-	hist, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
+	hist, epoch, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
 	if err != nil {
 		log.Warn().Err(err).Msg("history unavailable; running without it")
 	}
@@ -127,7 +128,7 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	res, runErr := l.run(ctx)
 
 	newTurn := compactTurn(append(turn{user}, ec.produced()...), r.sessions.limits.MaxToolOutput)
-	r.sessions.put(in.ChatKey, append(l.hist, newTurn))
+	r.sessions.update(in.ChatKey, append(l.hist, newTurn), epoch)
 	return res, runErr
 }
 

@@ -44,6 +44,10 @@ type turn []llms.MessageContent
 type session struct {
 	key   string
 	turns []turn
+	// epoch changes whenever the history is replaced from outside a run
+	// (/clear, a rebuild after eviction): a run that read an older epoch
+	// must not write its view back over it.
+	epoch uint64
 }
 
 func (s *session) messages() []llms.MessageContent {
@@ -59,35 +63,37 @@ type sessions struct {
 	limits HistoryLimits
 	store  *chat.Store
 
-	mu  sync.Mutex
-	lru *list.List // of *session, most recent first
-	m   map[string]*list.Element
+	mu     sync.Mutex
+	lru    *list.List // of *session, most recent first
+	m      map[string]*list.Element
+	epochs uint64 // the last epoch handed out
 }
 
 func newSessions(limits HistoryLimits, store *chat.Store) *sessions {
 	return &sessions{limits: limits.withDefaults(), store: store, lru: list.New(), m: make(map[string]*list.Element)}
 }
 
-// history returns a copy of the chat's turns, rebuilding them from the
-// ChatStore when the chat is not in memory (after a restart or eviction).
-// currentText and currentID identify the message being handled, which is
-// already in the store and must not appear as history.
-func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) ([]turn, error) {
+// history returns a copy of the chat's turns and their epoch (for
+// update), rebuilding them from the ChatStore when the chat is not in
+// memory (after a restart or eviction). currentText and currentID identify
+// the message being handled, which is already in the store and must not
+// appear as history.
+func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) ([]turn, uint64, error) {
 	ss.mu.Lock()
 	if el, ok := ss.m[chatKey]; ok {
 		ss.lru.MoveToFront(el)
-		turns := append([]turn(nil), el.Value.(*session).turns...)
+		s := el.Value.(*session)
+		turns := append([]turn(nil), s.turns...)
 		ss.mu.Unlock()
-		return turns, nil
+		return turns, s.epoch, nil
 	}
 	ss.mu.Unlock()
 
 	turns, err := ss.rebuild(ctx, chatKey, currentText, currentID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	ss.put(chatKey, turns)
-	return turns, nil
+	return turns, ss.replace(chatKey, turns), nil
 }
 
 func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) ([]turn, error) {
@@ -149,27 +155,47 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 	return ss.trim(turns), nil
 }
 
-// put stores turns as the chat's history, trimmed to the limits.
-func (ss *sessions) put(chatKey string, turns []turn) {
+// update stores a run's turns as the chat's history, trimmed to the
+// limits, if the history is still the one the run read (epoch). After a
+// /clear during the run, or an eviction, it stores nothing: the log keeps
+// the turn, and history rebuilt from it starts after the /clear.
+func (ss *sessions) update(chatKey string, turns []turn, epoch uint64) {
 	turns = ss.trim(turns)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if el, ok := ss.m[chatKey]; ok {
-		el.Value.(*session).turns = turns
-		ss.lru.MoveToFront(el)
+	el, ok := ss.m[chatKey]
+	if !ok || el.Value.(*session).epoch != epoch {
 		return
 	}
-	ss.m[chatKey] = ss.lru.PushFront(&session{key: chatKey, turns: turns})
+	el.Value.(*session).turns = turns
+	ss.lru.MoveToFront(el)
+}
+
+// replace sets the chat's history under a new epoch and returns it.
+func (ss *sessions) replace(chatKey string, turns []turn) uint64 {
+	turns = ss.trim(turns)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.epochs++
+	if el, ok := ss.m[chatKey]; ok {
+		s := el.Value.(*session)
+		s.turns, s.epoch = turns, ss.epochs
+		ss.lru.MoveToFront(el)
+		return ss.epochs
+	}
+	ss.m[chatKey] = ss.lru.PushFront(&session{key: chatKey, turns: turns, epoch: ss.epochs})
 	for ss.lru.Len() > ss.limits.MaxChats {
 		oldest := ss.lru.Back()
 		ss.lru.Remove(oldest)
 		delete(ss.m, oldest.Value.(*session).key)
 	}
+	return ss.epochs
 }
 
 // forget empties the chat's in-memory history; the ChatStore keeps its log.
-// The chat stays in memory as empty, so it is not rebuilt from the log.
-func (ss *sessions) forget(chatKey string) { ss.put(chatKey, nil) }
+// The chat stays in memory as empty, so it is not rebuilt from the log, and
+// a run under way does not write its older view back.
+func (ss *sessions) forget(chatKey string) { ss.replace(chatKey, nil) }
 
 // len is the number of chats in memory.
 func (ss *sessions) len() int {

@@ -27,8 +27,8 @@ func TestTrimKeepsToolCallsWithTheirResults(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		turns = append(turns, userTurn(fmt.Sprintf("t%d", i), 1)) // 3 messages each
 	}
-	ss.put("k", turns)
-	got, err := ss.history(context.Background(), "k", "", "")
+	ss.replace("k", turns)
+	got, _, err := ss.history(context.Background(), "k", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +51,8 @@ func TestTrimKeepsToolCallsWithTheirResults(t *testing.T) {
 
 func TestNewestTurnIsKeptEvenWhenItAloneIsOverTheLimit(t *testing.T) {
 	ss := newSessions(HistoryLimits{MaxMessages: 2}, nil)
-	ss.put("k", []turn{userTurn("old", 0), userTurn("big", 5)})
-	got, _ := ss.history(context.Background(), "k", "", "")
+	ss.replace("k", []turn{userTurn("old", 0), userTurn("big", 5)})
+	got, _, _ := ss.history(context.Background(), "k", "", "")
 	if len(got) != 1 || textOf(got[0][0]) != "big" || len(got[0]) != 11 {
 		t.Fatalf("got %d turns", len(got))
 	}
@@ -61,13 +61,13 @@ func TestNewestTurnIsKeptEvenWhenItAloneIsOverTheLimit(t *testing.T) {
 func TestLeastRecentlyUsedChatsAreDropped(t *testing.T) {
 	ss := newSessions(HistoryLimits{MaxChats: 3}, nil)
 	for i := 0; i < 5; i++ {
-		ss.put(fmt.Sprint(i), []turn{userTurn("x", 0)})
+		ss.replace(fmt.Sprint(i), []turn{userTurn("x", 0)})
 	}
 	// Touch chat 2 so chat 3 is now the least recently used of {2, 3, 4}.
-	if _, err := ss.history(context.Background(), "2", "", ""); err != nil {
+	if _, _, err := ss.history(context.Background(), "2", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	ss.put("5", []turn{userTurn("x", 0)})
+	ss.replace("5", []turn{userTurn("x", 0)})
 	if ss.len() != 3 {
 		t.Fatalf("%d chats in memory, want 3", ss.len())
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // AgentRunInput is what a run needs: the chat and the user's text. Where the
-// message came from travels in the context (chat.RequestContext).
+// message came from travels in the context (dispatch.RequestContext).
 type AgentRunInput struct {
 	ChatKey      string
 	Instructions string

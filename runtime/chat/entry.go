@@ -1,7 +1,6 @@
-// Package chat holds the per-chat state that every part of ship shares: the
-// append-only ChatStore, the request context that routes a reply back to its
-// chat, the dispatcher registry that adapters register senders in, and the
-// final-output fallback.
+// Package chat is the ChatStore: every chat's append-only JSONL log of
+// ChatLogEntryV1 lines under .ship/chats, with reads of recent entries and
+// keyword search over archived segments.
 package chat
 
 import "errors"
@@ -28,7 +27,7 @@ const (
 // history rebuilt after a restart starts after the last one.
 const EventClear = "clear"
 
-// ChatLogEntryV1 is one line of a chat's JSONL log (seeds/002 §2.4). The JSON
+// ChatLogEntryV1 is one line of a chat's JSONL log. The JSON
 // names are a contract with every reader of .ship/chats: do not rename them.
 type ChatLogEntryV1 struct {
 	V         int            `json:"v"`

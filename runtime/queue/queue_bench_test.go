@@ -1,4 +1,4 @@
-package adapters
+package queue
 
 import (
 	"context"
@@ -21,14 +21,14 @@ func chatKeys64() []string {
 func benchEnqueueRun(b *testing.B, concurrency int) {
 	keys := chatKeys64()
 	var wg sync.WaitGroup
-	q := NewQueryQueue(func(context.Context, QueueItem) { wg.Done() },
-		QueueOptions{Concurrency: concurrency, Capacity: b.N + 1})
+	q := New(func(context.Context, Item[string]) { wg.Done() },
+		Options{Concurrency: concurrency, Capacity: b.N + 1})
 	defer q.Stop(context.Background())
 	b.ReportAllocs()
 	b.ResetTimer()
 	wg.Add(b.N)
 	for i := range b.N {
-		if _, err := q.Enqueue(QueueItem{ChatKey: keys[i%len(keys)]}); err != nil {
+		if _, err := q.Enqueue(Item[string]{ChatKey: keys[i%len(keys)]}); err != nil {
 			b.Fatal(err)
 		}
 	}

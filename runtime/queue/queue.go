@@ -1,4 +1,9 @@
-package adapters
+// Package queue is ship's one global QueryQueue: every platform and the
+// HTTP API enqueue chat turns here, turns of one chat run one at a time and
+// in order, turns of different chats share a fixed number of workers, and the
+// backlog is bounded. It knows nothing of what a turn is: the payload is a
+// type parameter.
+package queue
 
 import (
 	"container/heap"
@@ -13,15 +18,12 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/shipmyagent/ship/runtime/agent"
-	"github.com/shipmyagent/ship/runtime/chat"
 )
 
-// Defaults applied by NewQueryQueue when an option is left at zero.
+// Defaults applied by New when an option is left at zero.
 const (
 	// defaultQueueCapacity bounds the backlog so a flood answers "busy" instead
-	// of growing memory without limit (DESIGN §7, §11: at least 1,000).
+	// of growing memory without limit; clients rely on at least 1,000.
 	defaultQueueCapacity = 1000
 	// defaultQueueConcurrency keeps the seed's behaviour: one serial brain.
 	defaultQueueConcurrency = 1
@@ -60,35 +62,26 @@ func (e *QueueFullError) Error() string {
 // Unwrap lets errors.Is(err, ErrQueueFull) match.
 func (e *QueueFullError) Unwrap() error { return ErrQueueFull }
 
-// QueueItem is one unit of work for the agent runtime: a chat turn to run.
-type QueueItem struct {
+// Item is one unit of work: a chat turn to run, with its payload.
+type Item[T any] struct {
 	// ID is assigned as "q-<n>" (unique within the queue) when left empty.
 	ID string
 	// ChatKey is required: items of one chat run one at a time, in order.
 	ChatKey string
-	// Request says where the turn came from; the handler's ctx carries it
-	// too (chat.WithRequest) so replies find their way back.
-	Request      chat.RequestContext
-	Instructions string
 	// Enqueued is set by Enqueue, overwriting any caller value, so queue
 	// latency is measured from the moment the queue accepted the item.
 	Enqueued time.Time
-	// OnDone, when set, is called once with the outcome of the run (the
-	// API waits on it); OnStep sees every step of the run (streaming).
-	OnDone func(Outcome)
-	OnStep func(ctx context.Context, ev agent.StepEvent)
-	// Journaled says the item is in the pending-work journal, which the
-	// runner then keeps up to date.
-	Journaled bool
+	// Value is what the handler needs to run the turn.
+	Value T
 }
 
-// QueueHandler runs one item. ctx carries the per-item run timeout and the
-// item's chat.RequestContext, and is cancelled when Stop's deadline passes.
-// A handler that ignores ctx keeps its worker busy until it returns.
-type QueueHandler func(ctx context.Context, item QueueItem)
+// Handler runs one item. ctx carries the per-item run timeout and is
+// cancelled when Stop's deadline passes. A handler that ignores ctx keeps
+// its worker busy until it returns.
+type Handler[T any] func(ctx context.Context, item Item[T])
 
-// QueueOptions configures a QueryQueue. Zero values pick the defaults.
-type QueueOptions struct {
+// Options configures a Queue. Zero values pick the defaults.
+type Options struct {
 	Capacity    int           // max items WAITING (not counting running ones); 0 → 1000
 	Concurrency int           // workers; 0 → 1 (the seed's serial brain)
 	RunTimeout  time.Duration // per item; 0 → 10 minutes; negative → no timeout
@@ -97,18 +90,15 @@ type QueueOptions struct {
 
 // Ticket is what Enqueue hands back: enough to tell the user where they stand.
 type Ticket struct {
-	// Limited is set by AcceptOnce for a message logged but not queued
-	// because its sender is over the per-user rate limit.
-	Limited bool
-	ID      string
+	ID string
 	// Position is 0 when the item starts now, else N ≥ 1: the item is N-th in
 	// line (1 + the waiting items that arrived before it; a running item of
 	// the same chat keeps it ≥ 1 even when workers are idle).
 	Position int
 }
 
-// QueueStats is a snapshot for status endpoints and logs.
-type QueueStats struct {
+// Stats is a snapshot for status endpoints and logs.
+type Stats struct {
 	Capacity        int
 	Concurrency     int
 	Waiting         int
@@ -117,10 +107,10 @@ type QueueStats struct {
 }
 
 // queueEntry is an item with the bookkeeping the scheduler needs.
-type queueEntry struct {
-	item    QueueItem
+type queueEntry[T any] struct {
+	item    Item[T]
 	seq     uint64        // arrival order; the heap key of its lane's head
-	lane    *chatLane     // the chat it belongs to
+	lane    *chatLane[T]  // the chat it belongs to
 	elem    *list.Element // its place in q.order while waiting; nil once running
 	running bool
 }
@@ -128,22 +118,22 @@ type queueEntry struct {
 // chatLane is one chat's FIFO. A lane is in the ready heap exactly when it has
 // waiting items and none of its items runs: that keeps "never two of one chat
 // at once" a structural fact rather than a check.
-type chatLane struct {
+type chatLane[T any] struct {
 	key     string
-	items   []*queueEntry // waiting, oldest first
-	running *queueEntry
+	items   []*queueEntry[T] // waiting, oldest first
+	running *queueEntry[T]
 }
 
 // readyHeap orders runnable chats by their head item's arrival, so a free
 // worker always takes the earliest-arrived item it is allowed to run; with
 // one worker that is exactly global FIFO.
-type readyHeap []*chatLane
+type readyHeap[T any] []*chatLane[T]
 
-func (h readyHeap) Len() int           { return len(h) }
-func (h readyHeap) Less(i, j int) bool { return h[i].items[0].seq < h[j].items[0].seq }
-func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *readyHeap) Push(x any)        { *h = append(*h, x.(*chatLane)) }
-func (h *readyHeap) Pop() any {
+func (h readyHeap[T]) Len() int           { return len(h) }
+func (h readyHeap[T]) Less(i, j int) bool { return h[i].items[0].seq < h[j].items[0].seq }
+func (h readyHeap[T]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap[T]) Push(x any)        { *h = append(*h, x.(*chatLane[T])) }
+func (h *readyHeap[T]) Pop() any {
 	old, n := *h, len(*h)
 	l := old[n-1]
 	old[n-1] = nil
@@ -151,19 +141,20 @@ func (h *readyHeap) Pop() any {
 	return l
 }
 
-// QueryQueue is the one global queue that feeds the one agent runtime. Every
+// Queue is the QueryQueue: the one global queue that feeds the one agent
+// runtime. Every
 // adapter and the HTTP API enqueue here, so ordering and back-pressure are
 // decided in a single place. Scheduling happens under mu at the moment state
 // changes (Enqueue, an item ending): an item is handed to an idle worker over
 // a buffered channel, so "running" is exact and Positions are never stale.
-type QueryQueue struct {
-	handler QueueHandler
-	opts    QueueOptions // with defaults applied
+type Queue[T any] struct {
+	handler Handler[T]
+	opts    Options // with defaults applied
 
 	// work carries items already marked running to the workers. Its buffer
 	// equals concurrency and at most concurrency items run, so a send made
 	// under mu never blocks.
-	work chan *queueEntry
+	work chan *queueEntry[T]
 	// baseCtx parents every run; cancel is how Stop's deadline reaches the
 	// running handlers.
 	baseCtx context.Context
@@ -177,17 +168,17 @@ type QueryQueue struct {
 	stopped bool
 	seq     uint64
 	nextID  uint64
-	lanes   map[string]*chatLane
-	ready   readyHeap
+	lanes   map[string]*chatLane[T]
+	ready   readyHeap[T]
 	order   *list.List // waiting entries in arrival order
-	byID    map[string]*queueEntry
+	byID    map[string]*queueEntry[T]
 	running int
 }
 
-// NewQueryQueue builds the queue and starts its workers. h must not be nil.
-func NewQueryQueue(h QueueHandler, opts QueueOptions) *QueryQueue {
+// New builds the queue and starts its workers. h must not be nil.
+func New[T any](h Handler[T], opts Options) *Queue[T] {
 	if h == nil {
-		panic("adapters: NewQueryQueue with nil handler")
+		panic("queue: New with nil handler")
 	}
 	if opts.Capacity <= 0 {
 		opts.Capacity = defaultQueueCapacity
@@ -199,17 +190,17 @@ func NewQueryQueue(h QueueHandler, opts QueueOptions) *QueryQueue {
 		opts.RunTimeout = defaultQueueRunTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &QueryQueue{
+	q := &Queue[T]{
 		handler:  h,
 		opts:     opts,
-		work:     make(chan *queueEntry, opts.Concurrency),
+		work:     make(chan *queueEntry[T], opts.Concurrency),
 		baseCtx:  ctx,
 		cancel:   cancel,
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
-		lanes:    make(map[string]*chatLane),
+		lanes:    make(map[string]*chatLane[T]),
 		order:    list.New(),
-		byID:     make(map[string]*queueEntry),
+		byID:     make(map[string]*queueEntry[T]),
 	}
 	var wg sync.WaitGroup
 	wg.Add(q.opts.Concurrency)
@@ -225,7 +216,7 @@ func NewQueryQueue(h QueueHandler, opts QueueOptions) *QueryQueue {
 // items already wait and this one would have to wait too, with
 // ErrInvalidItem when ChatKey is empty and with ErrDuplicateID when item.ID
 // is already queued. On error nothing is enqueued.
-func (q *QueryQueue) Enqueue(item QueueItem) (Ticket, error) {
+func (q *Queue[T]) Enqueue(item Item[T]) (Ticket, error) {
 	if item.ChatKey == "" {
 		return Ticket{}, fmt.Errorf("%w: chat key is required", ErrInvalidItem)
 	}
@@ -252,11 +243,11 @@ func (q *QueryQueue) Enqueue(item QueueItem) (Ticket, error) {
 	item.Enqueued = time.Now()
 
 	if lane == nil {
-		lane = &chatLane{key: item.ChatKey}
+		lane = &chatLane[T]{key: item.ChatKey}
 		q.lanes[item.ChatKey] = lane
 	}
 	q.seq++
-	e := &queueEntry{item: item, seq: q.seq, lane: lane}
+	e := &queueEntry[T]{item: item, seq: q.seq, lane: lane}
 	e.elem = q.order.PushBack(e)
 	q.byID[item.ID] = e
 	lane.items = append(lane.items, e)
@@ -274,7 +265,7 @@ func (q *QueryQueue) Enqueue(item QueueItem) (Ticket, error) {
 
 // newIDLocked returns the next "q-<n>" not in use; it skips IDs a caller
 // chose by hand so assigned IDs stay unique.
-func (q *QueryQueue) newIDLocked() string {
+func (q *Queue[T]) newIDLocked() string {
 	for {
 		q.nextID++
 		id := "q-" + strconv.FormatUint(q.nextID, 10)
@@ -287,9 +278,9 @@ func (q *QueryQueue) newIDLocked() string {
 // dispatchLocked hands runnable items to idle workers, earliest arrival
 // first. Afterwards either every worker is busy or no chat is runnable, which
 // is what lets Enqueue tell "starts now" exactly.
-func (q *QueryQueue) dispatchLocked() {
+func (q *Queue[T]) dispatchLocked() {
 	for !q.stopped && q.running < q.opts.Concurrency && q.ready.Len() > 0 {
-		lane := heap.Pop(&q.ready).(*chatLane)
+		lane := heap.Pop(&q.ready).(*chatLane[T])
 		e := lane.items[0]
 		lane.items[0] = nil // let the GC have it once it ends
 		lane.items = lane.items[1:]
@@ -303,7 +294,7 @@ func (q *QueryQueue) dispatchLocked() {
 }
 
 // worker runs handed-over items until Stop closes the work channel.
-func (q *QueryQueue) worker() {
+func (q *Queue[T]) worker() {
 	for e := range q.work {
 		q.run(e)
 		q.finish(e)
@@ -312,10 +303,9 @@ func (q *QueryQueue) worker() {
 
 // run calls the handler with the item's context and survives its panics: one
 // bad turn must not take down the worker, the queue or the process.
-func (q *QueryQueue) run(e *queueEntry) {
+func (q *Queue[T]) run(e *queueEntry[T]) {
 	ctx, cancel := q.itemContext()
 	defer cancel()
-	ctx = chat.WithRequest(ctx, e.item.Request)
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
@@ -338,7 +328,7 @@ func (q *QueryQueue) run(e *queueEntry) {
 	q.handler(ctx, e.item)
 }
 
-func (q *QueryQueue) itemContext() (context.Context, context.CancelFunc) {
+func (q *Queue[T]) itemContext() (context.Context, context.CancelFunc) {
 	if q.opts.RunTimeout < 0 {
 		return context.WithCancel(q.baseCtx)
 	}
@@ -347,7 +337,7 @@ func (q *QueryQueue) itemContext() (context.Context, context.CancelFunc) {
 
 // finish releases the item's chat and worker slot and schedules what that
 // frees up: the chat's next item re-enters the heap keyed by its arrival.
-func (q *QueryQueue) finish(e *queueEntry) {
+func (q *Queue[T]) finish(e *queueEntry[T]) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	lane := e.lane
@@ -368,7 +358,7 @@ func (q *QueryQueue) finish(e *queueEntry) {
 // Ticket.Position. ok is false for an unknown or finished id. With one worker
 // N is exact; with more it is an upper bound, since a later item of an idle
 // chat may overtake an earlier one whose chat is busy.
-func (q *QueryQueue) Position(id string) (int, bool) {
+func (q *Queue[T]) Position(id string) (int, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e, ok := q.byID[id]
@@ -385,7 +375,7 @@ func (q *QueryQueue) Position(id string) (int, bool) {
 }
 
 // Stats returns a consistent snapshot of the queue.
-func (q *QueryQueue) Stats() QueueStats {
+func (q *Queue[T]) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	keys := make([]string, 0, q.running)
@@ -395,7 +385,7 @@ func (q *QueryQueue) Stats() QueueStats {
 		}
 	}
 	sort.Strings(keys)
-	return QueueStats{
+	return Stats{
 		Capacity:        q.opts.Capacity,
 		Concurrency:     q.opts.Concurrency,
 		Waiting:         q.order.Len(),
@@ -410,7 +400,7 @@ func (q *QueryQueue) Stats() QueueStats {
 // If ctx ends first, Stop cancels the running items' contexts and returns
 // ctx.Err() without waiting further, since a handler that ignores its ctx
 // must not hold up process exit. Calling Stop again is safe.
-func (q *QueryQueue) Stop(ctx context.Context) error {
+func (q *Queue[T]) Stop(ctx context.Context) error {
 	q.mu.Lock()
 	if !q.stopped {
 		q.stopped = true
@@ -437,12 +427,12 @@ func (q *QueryQueue) Stop(ctx context.Context) error {
 
 // Pending returns the waiting items in arrival order. After Stop it is the
 // backlog to persist; before Stop it is a snapshot.
-func (q *QueryQueue) Pending() []QueueItem {
+func (q *Queue[T]) Pending() []Item[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	items := make([]QueueItem, 0, q.order.Len())
+	items := make([]Item[T], 0, q.order.Len())
 	for el := q.order.Front(); el != nil; el = el.Next() {
-		items = append(items, el.Value.(*queueEntry).item)
+		items = append(items, el.Value.(*queueEntry[T]).item)
 	}
 	return items
 }

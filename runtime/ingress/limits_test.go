@@ -1,11 +1,11 @@
-package adapters_test
+package ingress_test
 
 import (
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 func TestLimitText(t *testing.T) {
@@ -30,7 +30,7 @@ func TestLimitText(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, cut := adapters.LimitText(c.text, c.max)
+			got, cut := ingress.LimitText(c.text, c.max)
 			if got != c.want || cut != c.cut {
 				t.Errorf("LimitText(%q, %d) = %q, %v; want %q, %v", c.text, c.max, got, cut, c.want, c.cut)
 			}
@@ -39,15 +39,15 @@ func TestLimitText(t *testing.T) {
 }
 
 func TestLimitTextDefaultsToMaxMessageChars(t *testing.T) {
-	if adapters.MaxMessageChars != 10_000 {
-		t.Fatalf("MaxMessageChars = %d, want 10000 (seeds/000)", adapters.MaxMessageChars)
+	if ingress.MaxMessageChars != 10_000 {
+		t.Fatalf("MaxMessageChars = %d, want 10000 (seeds/000)", ingress.MaxMessageChars)
 	}
-	exact := strings.Repeat("é", adapters.MaxMessageChars)
+	exact := strings.Repeat("é", ingress.MaxMessageChars)
 	for _, max := range []int{0, -1} {
-		if got, cut := adapters.LimitText(exact, max); cut || got != exact {
-			t.Errorf("max %d: a text of exactly %d characters was cut", max, adapters.MaxMessageChars)
+		if got, cut := ingress.LimitText(exact, max); cut || got != exact {
+			t.Errorf("max %d: a text of exactly %d characters was cut", max, ingress.MaxMessageChars)
 		}
-		got, cut := adapters.LimitText(exact+"é", max)
+		got, cut := ingress.LimitText(exact+"é", max)
 		if !cut || !strings.HasPrefix(got, exact) || !strings.HasSuffix(got, "[… message cut at 10000 characters]") {
 			t.Errorf("max %d: a text one character over was not cut at the default: %q…", max, got[len(got)-60:])
 		}
@@ -57,7 +57,7 @@ func TestLimitTextDefaultsToMaxMessageChars(t *testing.T) {
 func TestLimitTextKeepsValidUTF8Valid(t *testing.T) {
 	text := strings.Repeat("a中👍\u0301", 100)
 	for max := 1; max <= utf8.RuneCountInString(text)+1; max++ {
-		got, cut := adapters.LimitText(text, max)
+		got, cut := ingress.LimitText(text, max)
 		if !utf8.ValidString(got) {
 			t.Fatalf("max %d: result is not valid UTF-8: %q", max, got)
 		}
@@ -75,6 +75,6 @@ func BenchmarkLimitText(b *testing.B) {
 	long := strings.Repeat("中文 text ", 5_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		adapters.LimitText(long, adapters.MaxMessageChars)
+		ingress.LimitText(long, ingress.MaxMessageChars)
 	}
 }

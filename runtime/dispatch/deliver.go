@@ -1,4 +1,4 @@
-package chat
+package dispatch
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/chat"
 )
 
 // Dispatcher delivers user-visible text to one platform. Adapters register
@@ -25,7 +27,7 @@ func (f DispatcherFunc) SendText(ctx context.Context, req RequestContext, text s
 	return f(ctx, req, text)
 }
 
-// Errors returned by Deliver.
+// Errors returned by Deliver; callers tell the model which one happened.
 var (
 	ErrNoRequest    = errors.New("no request context: nowhere to send")
 	ErrNoDispatcher = errors.New("no dispatcher for channel")
@@ -55,45 +57,52 @@ func (r *Registry) Lookup(channel string) (Dispatcher, bool) {
 	return d, ok
 }
 
-type registryKey struct{}
+// ChatSendTool is the name of the tool the model replies with. Its "text"
+// argument is what the user sees, so the event stream shows it while the
+// model is still writing it.
+const ChatSendTool = "chat_send"
 
-// WithRegistry returns a context that carries reg.
-func WithRegistry(ctx context.Context, reg *Registry) context.Context {
-	return context.WithValue(ctx, registryKey{}, reg)
+// Ways a reply was delivered, recorded in the assistant entry's meta.via.
+const (
+	ViaChatSend = ChatSendTool
+	ViaFallback = "fallback"
+)
+
+// Deliverer sends replies through a Registry and logs each delivered one as
+// an assistant entry. The chat_send tool and the final-output fallback share
+// one, built once at start-up.
+type Deliverer struct {
+	Registry *Registry
+	// Store, when set, receives an assistant entry per delivered reply.
+	Store *chat.Store
+	// BeforeSend, when set, runs before every send and a failure sends
+	// nothing. The engine records the intent to reply in its journal here,
+	// so that after a crash a message whose reply may have gone out is never
+	// answered again.
+	BeforeSend func(ctx context.Context) error
 }
 
-// RegistryFromContext returns the registry carried by ctx, if any.
-func RegistryFromContext(ctx context.Context) (*Registry, bool) {
-	reg, ok := ctx.Value(registryKey{}).(*Registry)
-	return reg, ok && reg != nil
-}
-
-// Deliver sends text to the chat of the request carried by ctx through the
-// registry carried by ctx, then logs it as an assistant entry in store (when
-// store is not nil). The entry is written only after the platform accepted
-// the text, so the log never claims a reply the user did not get.
-func Deliver(ctx context.Context, store *Store, text, via string) error {
+// Deliver sends text to the chat of the request carried by ctx, then logs
+// it as an assistant entry. The entry is written only after the platform
+// accepted the text, so the log never claims a reply the user did not get.
+func (d *Deliverer) Deliver(ctx context.Context, text, via string) error {
 	req, ok := RequestFromContext(ctx)
 	if !ok || req.Channel == "" {
 		return ErrNoRequest
 	}
-	reg, ok := RegistryFromContext(ctx)
+	disp, ok := d.Registry.Lookup(req.Channel)
 	if !ok {
 		return fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
 	}
-	d, ok := reg.Lookup(req.Channel)
-	if !ok {
-		return fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
-	}
-	if hook, ok := ctx.Value(beforeSendKey{}).(func() error); ok {
-		if err := hook(); err != nil {
+	if d.BeforeSend != nil {
+		if err := d.BeforeSend(ctx); err != nil {
 			return fmt.Errorf("recording the reply before sending: %w", err)
 		}
 	}
-	if err := d.SendText(ctx, req, text); err != nil {
+	if err := disp.SendText(ctx, req, text); err != nil {
 		return fmt.Errorf("delivering to %s: %w", req.Channel, err)
 	}
-	if store == nil {
+	if d.Store == nil {
 		return nil
 	}
 	meta := map[string]any{"via": via}
@@ -106,11 +115,11 @@ func Deliver(ctx context.Context, store *Store, text, via string) error {
 	if req.ThreadID != "" {
 		meta["threadId"] = req.ThreadID
 	}
-	_, err := store.Append(ctx, ChatLogEntryV1{
+	_, err := d.Store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: req.Channel,
 		ChatID:  req.ChatID,
 		ChatKey: req.ChatKey,
-		Role:    RoleAssistant,
+		Role:    chat.RoleAssistant,
 		Text:    text,
 		Meta:    meta,
 	})
@@ -122,28 +131,12 @@ func Deliver(ctx context.Context, store *Store, text, via string) error {
 	return nil
 }
 
-type beforeSendKey struct{}
-
-// WithBeforeSend returns a context whose Deliver calls hook before handing
-// text to the platform, and sends nothing when it fails. The runner records
-// the intent to reply durably here, so that after a crash a message whose
-// reply may have gone out is never run (and answered) again.
-func WithBeforeSend(ctx context.Context, hook func() error) context.Context {
-	return context.WithValue(ctx, beforeSendKey{}, hook)
-}
-
-// Ways a reply was delivered, recorded in the assistant entry's meta.via.
-const (
-	ViaChatSend = "chat_send"
-	ViaFallback = "fallback"
-)
-
 // SendFinalOutputIfNeeded is the final-output fallback: when a run ended
 // without a successful chat_send, the model's final text is delivered once so
 // the user is not left without an answer. An empty output sends nothing (a
 // placeholder like "done" would be noise to the user) and is only logged.
 // It reports whether it sent anything.
-func SendFinalOutputIfNeeded(ctx context.Context, store *Store, output string, delivered bool, log zerolog.Logger) (bool, error) {
+func (d *Deliverer) SendFinalOutputIfNeeded(ctx context.Context, output string, delivered bool, log zerolog.Logger) (bool, error) {
 	if delivered {
 		return false, nil
 	}
@@ -156,7 +149,7 @@ func SendFinalOutputIfNeeded(ctx context.Context, store *Store, output string, d
 			Msg("run ended without chat_send and with empty output: nothing sent")
 		return false, nil
 	}
-	if err := Deliver(ctx, store, output, ViaFallback); err != nil {
+	if err := d.Deliver(ctx, output, ViaFallback); err != nil {
 		return false, fmt.Errorf("sending final output: %w", err)
 	}
 	return true, nil

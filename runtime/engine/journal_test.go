@@ -1,4 +1,4 @@
-package adapters_test
+package engine_test
 
 import (
 	"context"
@@ -8,20 +8,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/journal"
 )
 
-func journalItem(id, chatID, msgID, text string) adapters.JournalItem {
+func journalItem(id, chatID, msgID, text string) journal.Item {
 	key := chatKeyOf(chatID)
-	return adapters.JournalItem{ID: id, ChatKey: key, Text: text,
-		Request: chat.RequestContext{Channel: testChannel, ChatID: chatID, ChatKey: key, MessageID: msgID, ChatType: "private"}}
+	return journal.Item{ID: id, ChatKey: key, Text: text,
+		Request: dispatch.RequestContext{Channel: testChannel, ChatID: chatID, ChatKey: key, MessageID: msgID, ChatType: "private"}}
 }
 
 // writeJournal leaves a journal as a crashed process would.
-func writeJournal(t *testing.T, dir string, steps func(j *adapters.Journal)) {
+func writeJournal(t *testing.T, dir string, steps func(j *journal.Journal)) {
 	t.Helper()
-	j, _, err := adapters.OpenJournal(filepath.Join(dir, ".ship", "pending.jsonl"), true)
+	j, _, err := journal.Open(filepath.Join(dir, ".ship", "pending.jsonl"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func writeJournal(t *testing.T, dir string, steps func(j *adapters.Journal)) {
 
 func TestRecoveryAnswersInterruptedMessagesOnce(t *testing.T) {
 	dir := t.TempDir()
-	writeJournal(t, dir, func(j *adapters.Journal) {
+	writeJournal(t, dir, func(j *journal.Journal) {
 		// Accepted, never started (crash right after the platform's ack).
 		_ = j.Add(journalItem("a", "1", "m1", "accepted, then the crash"))
 		// Started, interrupted before replying.
@@ -85,13 +87,13 @@ func TestRecoveryAnswersInterruptedMessagesOnce(t *testing.T) {
 	if len(es) != 2 || es[0].Text != "accepted, then the crash" || es[0].MessageID != "m1" {
 		t.Errorf("chat 1 log = %s", roles(es))
 	}
-	if n := h.engine.Journal.Pending(); n != 0 {
+	if n := h.engine.Journal().Pending(); n != 0 {
 		t.Errorf("%d items still pending after recovery", n)
 	}
 	// Telegram re-delivering a recovered message does not run it twice.
-	_, err := h.ingress.AcceptOnce(context.Background(), adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("2"),
-		Message: adapters.IncomingChatMessage{ChatID: "2", MessageID: "m2", Text: "interrupted mid-run"}})
-	if err != adapters.ErrDuplicate {
+	_, err := h.ingress.AcceptOnce(context.Background(), ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("2"),
+		Message: ingress.IncomingChatMessage{ChatID: "2", MessageID: "m2", Text: "interrupted mid-run"}})
+	if err != ingress.ErrDuplicate {
 		t.Errorf("re-delivery after recovery: %v, want ErrDuplicate", err)
 	}
 }
@@ -99,7 +101,7 @@ func TestRecoveryAnswersInterruptedMessagesOnce(t *testing.T) {
 func TestJournaledTurnLeavesNothingPending(t *testing.T) {
 	h := newHarness(t, harnessOptions{journal: true})
 	h.ask("9", "m1", "hello")
-	if n := h.engine.Journal.Pending(); n != 0 {
+	if n := h.engine.Journal().Pending(); n != 0 {
 		t.Errorf("%d items pending after a finished turn", n)
 	}
 	// The log entry is there although only the journal was fsynced.
@@ -109,13 +111,12 @@ func TestJournaledTurnLeavesNothingPending(t *testing.T) {
 }
 
 func TestFloodingUserIsLoggedButNotAnswered(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	h.engine.Ingress.Limiter = adapters.NewUserLimiter(adapters.UserLimiterOptions{Burst: 2})
+	h := newHarness(t, harnessOptions{userLimit: ingress.UserLimiterOptions{Burst: 2}})
 	ctx := context.Background()
 	var limited int
 	for i := 0; i < 5; i++ {
-		tk, err := h.ingress.AcceptOnce(ctx, adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
-			Message: adapters.IncomingChatMessage{ChatID: "g", MessageID: fmt.Sprint("spam", i), UserID: "spammer", Text: fmt.Sprint("spam ", i)}})
+		tk, err := h.ingress.AcceptOnce(ctx, ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
+			Message: ingress.IncomingChatMessage{ChatID: "g", MessageID: fmt.Sprint("spam", i), UserID: "spammer", Text: fmt.Sprint("spam ", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,8 +125,8 @@ func TestFloodingUserIsLoggedButNotAnswered(t *testing.T) {
 		}
 	}
 	// Another member of the same chat is not held back by the spammer.
-	tk, err := h.ingress.AcceptOnce(ctx, adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
-		Message: adapters.IncomingChatMessage{ChatID: "g", MessageID: "ok", UserID: "member", Text: "a real question"}})
+	tk, err := h.ingress.AcceptOnce(ctx, ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
+		Message: ingress.IncomingChatMessage{ChatID: "g", MessageID: "ok", UserID: "member", Text: "a real question"}})
 	if err != nil || tk.Limited {
 		t.Fatalf("the other member was limited: %v %+v", err, tk)
 	}
@@ -146,15 +147,31 @@ func TestFloodingUserIsLoggedButNotAnswered(t *testing.T) {
 
 func TestOverlongPlatformTextIsCutAndSaysSo(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	long := strings.Repeat("é", adapters.MaxMessageChars+500)
-	done := make(chan adapters.Outcome, 1)
-	if _, err := h.ingress.AcceptOnce(context.Background(), adapters.Submission{Channel: testChannel, ChatKey: chatKeyOf("l"),
-		Message: adapters.IncomingChatMessage{ChatID: "l", MessageID: "1", Text: long}, OnDone: func(o adapters.Outcome) { done <- o }}); err != nil {
+	long := strings.Repeat("é", ingress.MaxMessageChars+500)
+	done := make(chan ingress.Outcome, 1)
+	if _, err := h.ingress.AcceptOnce(context.Background(), ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("l"),
+		Message: ingress.IncomingChatMessage{ChatID: "l", MessageID: "1", Text: long}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
 	got := h.fake.Requests()[0].LastUser()
-	if !strings.HasPrefix(got, strings.Repeat("é", adapters.MaxMessageChars)) || !strings.Contains(got, "cut at 10000 characters") {
+	if !strings.HasPrefix(got, strings.Repeat("é", ingress.MaxMessageChars)) || !strings.Contains(got, "cut at 10000 characters") {
 		t.Errorf("model saw %d bytes ending %q", len(got), got[len(got)-60:])
+	}
+}
+
+// Whoever hears a journaled run's outcome must find the journal settled:
+// a caller acting on OnDone (a restart, a test) must not see it pending.
+func TestJournalIsSettledBeforeTheOutcomeIsReported(t *testing.T) {
+	h := newHarness(t, harnessOptions{journal: true})
+	pendingAtDone := make(chan int, 1)
+	_, err := h.ingress.AcceptOnce(context.Background(), ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("5"),
+		Message: ingress.IncomingChatMessage{ChatID: "5", MessageID: "m1", Text: "hello"},
+		OnDone:  func(ingress.Outcome) { pendingAtDone <- h.engine.Journal().Pending() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := <-pendingAtDone; n != 0 {
+		t.Fatalf("%d journal items pending when OnDone ran, want 0", n)
 	}
 }

@@ -1,10 +1,15 @@
-package chat
+// Package dispatch routes a reply back to where its message came from: the
+// RequestContext a run carries, the Registry of per-channel Dispatchers the
+// platforms are registered in, and the Deliverer that sends through them,
+// logs what was delivered and applies the final-output fallback.
+package dispatch
 
 import "context"
 
 // RequestContext says where the message being handled came from, so that a
 // reply sent from deep inside a tool call finds its way back to the same chat,
-// topic and message. It travels in a context.Context (see WithRequest).
+// topic and message. It is request data, and travels in a context.Context
+// (see WithRequest).
 type RequestContext struct {
 	Channel string `json:"channel,omitempty"`
 	ChatID  string `json:"chatId,omitempty"`

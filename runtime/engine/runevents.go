@@ -1,4 +1,4 @@
-package adapters
+package engine
 
 import (
 	"context"
@@ -10,14 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/events"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/queue"
 )
 
-// chatSendTool is the tool whose text is what the user sees; its arguments
-// are streamed as content while the model writes them.
-const chatSendTool = "chat_send"
-
-// runEvents turns one run's steps into the events of seeds/003. Content
+// runEvents turns one run's steps into the event stream's events. Content
 // events carry what the user sees: the model's own text, and the text of
 // each chat_send call (streamed from its arguments when the provider
 // streams, else whole once delivered).
@@ -41,11 +40,11 @@ type replyStream struct {
 	sent int // runes of the decoded text already published
 }
 
-func newRunEvents(bus *events.Bus, item QueueItem) *runEvents {
+func newRunEvents(bus *events.Bus, item queue.Item[ingress.Job]) *runEvents {
 	return &runEvents{
 		bus:     bus,
-		base:    events.Event{TaskID: item.ID, ChatKey: item.ChatKey, Channel: item.Request.Channel},
-		trigger: item.Request.MessageID,
+		base:    events.Event{TaskID: item.ID, ChatKey: item.ChatKey, Channel: item.Value.Request.Channel},
+		trigger: item.Value.Request.MessageID,
 		replies: map[string]*replyStream{},
 		calls:   map[int]int{},
 		shown:   map[string]bool{},
@@ -92,7 +91,7 @@ func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 		r.textStep = 0
 		r.shown[ev.Text] = true
 	case agent.StepToolCallDelta:
-		if ev.Tool != chatSendTool {
+		if ev.Tool != dispatch.ChatSendTool {
 			return
 		}
 		key := fmt.Sprintf("%d/%d", ev.Step, ev.CallIndex)
@@ -115,7 +114,7 @@ func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 		idx := r.calls[ev.Step]
 		r.calls[ev.Step]++
 		r.publish(events.Event{Type: events.TypeAbilityResponse, CallID: ev.CallID, AbilityID: ev.Tool, Result: invokeResult(ev)})
-		if ev.Tool == chatSendTool {
+		if ev.Tool == dispatch.ChatSendTool {
 			r.replyDone(fmt.Sprintf("%d/%d", ev.Step, idx), ev)
 		}
 	}
@@ -182,7 +181,7 @@ func errorCode(err error) string {
 	}
 }
 
-// invokeResult maps a tool result to seeds/003's InvokeResult union.
+// invokeResult maps a tool result to the stream's InvokeResult union.
 func invokeResult(ev agent.StepEvent) *events.InvokeResult {
 	if ev.OK {
 		return &events.InvokeResult{Type: "success", Result: ev.Output}

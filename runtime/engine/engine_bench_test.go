@@ -1,4 +1,4 @@
-package adapters_test
+package engine_test
 
 import (
 	"context"
@@ -11,10 +11,13 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // BenchmarkTurn measures one whole turn — ingress (log the user message),
@@ -46,7 +49,8 @@ func BenchmarkTurn(b *testing.B) {
 }
 
 func benchTurn(b *testing.B, model llms.Model, d chat.Durability) {
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
+		Tools:      tools.Default,
 		ChatsDir:   filepath.Join(b.TempDir(), "chats"),
 		Durability: d,
 		Model:      model,
@@ -56,18 +60,18 @@ func benchTurn(b *testing.B, model llms.Model, d chat.Durability) {
 		b.Fatal(err)
 	}
 	defer eng.Close(context.Background())
-	eng.Registry.Register(testChannel, chat.DispatcherFunc(func(context.Context, chat.RequestContext, string) error { return nil }))
-	done := make(chan adapters.Outcome, 1)
+	eng.Register(testChannel, dispatch.DispatcherFunc(func(context.Context, dispatch.RequestContext, string) error { return nil }))
+	done := make(chan ingress.Outcome, 1)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		chatID := fmt.Sprint(i % 64)
-		_, err := eng.Ingress.Accept(ctx, adapters.Submission{
+		_, err := eng.Ingress().Accept(ctx, ingress.Submission{
 			Channel: testChannel,
 			ChatKey: chatKeyOf(chatID),
-			Message: adapters.IncomingChatMessage{ChatID: chatID, MessageID: fmt.Sprint(i), Text: "hello, how are you today?"},
-			OnDone:  func(o adapters.Outcome) { done <- o },
+			Message: ingress.IncomingChatMessage{ChatID: chatID, MessageID: fmt.Sprint(i), Text: "hello, how are you today?"},
+			OnDone:  func(o ingress.Outcome) { done <- o },
 		})
 		if err != nil {
 			b.Fatal(err)

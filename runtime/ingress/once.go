@@ -1,11 +1,9 @@
-package adapters
+package ingress
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/shipmyagent/ship/runtime/chat"
 )
@@ -15,44 +13,12 @@ import (
 // ack is slow, QQ on resume) and a user must never get two answers.
 var ErrDuplicate = errors.New("message already accepted")
 
-// seenMax bounds the in-memory set of recently accepted messages; older
-// ones are still recognised through the ChatStore.
-const seenMax = 50_000
-
 // historyCheck is how far back in a chat's log AcceptOnce looks for a
 // message it no longer remembers. Re-deliveries concern recent messages.
 const historyCheck = 200
 
-type seenSet struct {
-	mu  sync.Mutex
-	m   map[string]*list.Element
-	lru *list.List
-}
-
-func (s *seenSet) add(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m, s.lru = make(map[string]*list.Element), list.New()
-	}
-	if _, ok := s.m[key]; ok {
-		return false
-	}
-	s.m[key] = s.lru.PushFront(key)
-	if s.lru.Len() > seenMax {
-		delete(s.m, s.lru.Remove(s.lru.Back()).(string))
-	}
-	return true
-}
-
-func (s *seenSet) remove(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if el, ok := s.m[key]; ok {
-		s.lru.Remove(el)
-		delete(s.m, key)
-	}
-}
+// seenKey names a platform message in the seen set.
+func seenKey(chatKey, messageID string) string { return chatKey + "\x00" + messageID }
 
 // AcceptOnce is Accept for platform messages that may be delivered more than
 // once. A message id seen before — in this process, or in the chat's log
@@ -65,14 +31,14 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	// so to the model, rather than refuse it.
 	if text, cut := LimitText(s.Message.Text, MaxMessageChars); cut {
 		s.Message.Text = text
-		in.Log.Warn().Str("chatKey", s.ChatKey).Str("messageId", s.Message.MessageID).Msg("message cut at the length limit")
+		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", s.Message.MessageID).Msg("message cut at the length limit")
 	}
-	if in.Limiter != nil && s.Message.UserID != "" && !in.Limiter.Allow(s.ChatKey, s.Message.UserID) {
+	if in.limiter != nil && s.Message.UserID != "" && !in.limiter.Allow(s.ChatKey, s.Message.UserID) {
 		// One member flooding a group must not starve the rest: the
 		// message is kept in the log (the conversation stays complete) but
 		// not run, and the platform is not asked to send it again.
-		in.Log.Warn().Str("chatKey", s.ChatKey).Str("userId", s.Message.UserID).Msg("user over the message rate limit: logged, not answered")
-		err := in.RecordOnce(ctx, s.Channel, s.ChatKey, s.Message, s.Meta)
+		in.log.Warn().Str("chatKey", s.ChatKey).Str("userId", s.Message.UserID).Msg("user over the message rate limit: logged, not answered")
+		err := in.RecordOnce(ctx, s)
 		if err != nil && !errors.Is(err, ErrDuplicate) {
 			return Ticket{}, err
 		}
@@ -82,13 +48,13 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	if id == "" {
 		return in.Accept(ctx, s)
 	}
-	key := s.ChatKey + "\x00" + id
-	if !in.seen.add(key) {
+	key := seenKey(s.ChatKey, id)
+	if known, _ := in.seen.ContainsOrAdd(key, struct{}{}); known {
 		return Ticket{}, ErrDuplicate
 	}
 	state, err := in.logState(ctx, s.ChatKey, id)
 	if err != nil {
-		in.seen.remove(key)
+		in.seen.Remove(key)
 		return Ticket{}, err
 	}
 	var t Ticket
@@ -96,14 +62,17 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	case stateAnswered:
 		return Ticket{}, ErrDuplicate
 	case stateUnanswered:
-		in.Log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
+		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
 			Msg("re-delivered message was logged but never answered (crash?): running it now")
+		if s.Prepare != nil {
+			s.Message.Text = s.Prepare(ctx, s.Message.Text)
+		}
 		t, err = in.enqueue(ctx, s, false)
 	default:
 		t, err = in.Accept(ctx, s)
 	}
 	if err != nil {
-		in.seen.remove(key)
+		in.seen.Remove(key)
 	}
 	return t, err
 }
@@ -118,7 +87,7 @@ const (
 
 // logState looks for message id in the recent log of chatKey.
 func (in *Ingress) logState(ctx context.Context, chatKey, id string) (logState, error) {
-	entries, err := in.Store.Recent(ctx, chatKey, historyCheck)
+	entries, err := in.store.Recent(ctx, chatKey, historyCheck)
 	if err != nil {
 		return stateNew, fmt.Errorf("checking for a re-delivered message: %w", err)
 	}
@@ -139,23 +108,23 @@ func (in *Ingress) logState(ctx context.Context, chatKey, id string) (logState, 
 
 // RecordOnce is Record for platform messages that may be delivered more than
 // once: a message already in the chat's log is not logged again.
-func (in *Ingress) RecordOnce(ctx context.Context, channel, chatKey string, m IncomingChatMessage, meta map[string]any) error {
-	if m.MessageID == "" {
-		return in.Record(ctx, channel, chatKey, m, meta)
+func (in *Ingress) RecordOnce(ctx context.Context, s Submission) error {
+	if s.Message.MessageID == "" {
+		return in.Record(ctx, s)
 	}
-	key := chatKey + "\x00" + m.MessageID
-	if !in.seen.add(key) {
+	key := seenKey(s.ChatKey, s.Message.MessageID)
+	if known, _ := in.seen.ContainsOrAdd(key, struct{}{}); known {
 		return ErrDuplicate
 	}
-	state, err := in.logState(ctx, chatKey, m.MessageID)
+	state, err := in.logState(ctx, s.ChatKey, s.Message.MessageID)
 	if err == nil && state != stateNew {
 		return ErrDuplicate
 	}
 	if err == nil {
-		err = in.Record(ctx, channel, chatKey, m, meta)
+		err = in.Record(ctx, s)
 	}
 	if err != nil {
-		in.seen.remove(key)
+		in.seen.Remove(key)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package adapters_test
+package engine_test
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/queue"
 )
 
 func call(name string, args any) fakeopenai.ToolCall {
@@ -65,7 +67,7 @@ func TestReplyArrivesThroughChatSend(t *testing.T) {
 
 	es := h.entries(chatKeyOf("42"))
 	if len(es) != 2 || es[0].Role != chat.RoleUser || es[0].Text != "hello there" || es[0].MessageID != "m1" ||
-		es[1].Role != chat.RoleAssistant || es[1].Text != "echo: hello there" || es[1].Meta["via"] != chat.ViaChatSend {
+		es[1].Role != chat.RoleAssistant || es[1].Text != "echo: hello there" || es[1].Meta["via"] != dispatch.ViaChatSend {
 		t.Errorf("chat log = %s", roles(es))
 	}
 }
@@ -82,7 +84,7 @@ func TestFallbackSendsOutputOnceWhenModelSkipsChatSend(t *testing.T) {
 		t.Fatalf("user saw %q, want the output once", got)
 	}
 	es := h.entries(chatKeyOf("7"))
-	if len(es) != 2 || es[1].Role != chat.RoleAssistant || es[1].Meta["via"] != chat.ViaFallback {
+	if len(es) != 2 || es[1].Role != chat.RoleAssistant || es[1].Meta["via"] != dispatch.ViaFallback {
 		t.Errorf("chat log = %s", roles(es))
 	}
 }
@@ -267,12 +269,12 @@ func TestQueueFullIsATypedErrorAndTheMessageIsKept(t *testing.T) {
 	first := h.send("1", "a", "first")
 	<-started // the first is running; the queue now holds one waiting item at most
 	second := h.send("1", "b", "second")
-	_, err := h.ingress.Accept(context.Background(), adapters.Submission{
+	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("1"),
-		Message: adapters.IncomingChatMessage{ChatID: "1", MessageID: "c", Text: "third"},
+		Message: ingress.IncomingChatMessage{ChatID: "1", MessageID: "c", Text: "third"},
 	})
-	var full *adapters.QueueFullError
-	if !errors.Is(err, adapters.ErrQueueFull) || !errors.As(err, &full) || !adapters.IsBusy(err) {
+	var full *queue.QueueFullError
+	if !errors.Is(err, queue.ErrQueueFull) || !errors.As(err, &full) || !ingress.IsBusy(err) {
 		t.Fatalf("third message: err = %v, want a queue-full error", err)
 	}
 	close(release)
@@ -371,10 +373,10 @@ func TestStreamingRunDeliversAndEmitsTextDeltas(t *testing.T) {
 	}})
 	var mu sync.Mutex
 	var deltas []string
-	done := make(chan adapters.Outcome, 1)
-	_, err := h.ingress.Accept(context.Background(), adapters.Submission{
+	done := make(chan ingress.Outcome, 1)
+	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("s"),
-		Message: adapters.IncomingChatMessage{ChatID: "s", MessageID: "1", Text: "stream please"},
+		Message: ingress.IncomingChatMessage{ChatID: "s", MessageID: "1", Text: "stream please"},
 		OnStep: func(_ context.Context, ev agent.StepEvent) {
 			if ev.Type == "text_delta" {
 				mu.Lock()
@@ -382,7 +384,7 @@ func TestStreamingRunDeliversAndEmitsTextDeltas(t *testing.T) {
 				mu.Unlock()
 			}
 		},
-		OnDone: func(o adapters.Outcome) { done <- o },
+		OnDone: func(o ingress.Outcome) { done <- o },
 	})
 	if err != nil {
 		t.Fatal(err)

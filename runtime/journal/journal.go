@@ -1,4 +1,7 @@
-package adapters
+// Package journal is the durable record of accepted work that makes ship
+// crash-safe: every accepted message until its run is done, and an fsynced
+// send intent before every reply.
+package journal
 
 import (
 	"bufio"
@@ -12,14 +15,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/google/renameio/v2"
+
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // Journal is the durable record of accepted work. An accepted message is
 // added (and fsynced) before its platform is acknowledged; its run is
 // marked started and done; and before any reply goes out a send intent is
-// fsynced. After a crash, OpenJournal hands back what never finished, and
-// Engine.Recover decides per item: run it again, leave it (it may have
+// fsynced. After a crash, Open hands back what never finished, and
+// the engine decides per item: run it again, leave it (it may have
 // replied already: a reply is never sent twice), or mark it failed after
 // repeated crashes.
 type Journal struct {
@@ -29,50 +34,50 @@ type Journal struct {
 	mu      sync.Mutex // guards f, size, pending
 	f       *os.File
 	size    int64
-	pending map[string]*JournalItem
+	pending map[string]*Item
 
 	written atomic.Uint64
 	syncMu  sync.Mutex
 	synced  uint64
 }
 
-// JournalItem is one accepted message that has not finished.
-type JournalItem struct {
-	ID       string              `json:"id"`
-	ChatKey  string              `json:"chatKey"`
-	Request  chat.RequestContext `json:"request"`
-	Text     string              `json:"text"`
-	Accepted int64               `json:"accepted"` // ms
+// Item is one accepted message that has not finished.
+type Item struct {
+	ID       string                  `json:"id"`
+	ChatKey  string                  `json:"chatKey"`
+	Request  dispatch.RequestContext `json:"request"`
+	Text     string                  `json:"text"`
+	Accepted int64                   `json:"accepted"` // ms
 	// Attempts counts runs started; Sends counts replies attempted.
 	Attempts int `json:"attempts,omitempty"`
 	Sends    int `json:"sends,omitempty"`
 }
 
 type journalRecord struct {
-	Op   string       `json:"op"` // add | start | send | done
-	ID   string       `json:"id"`
-	Item *JournalItem `json:"item,omitempty"`
+	Op   string `json:"op"` // add | start | send | done
+	ID   string `json:"id"`
+	Item *Item  `json:"item,omitempty"`
 }
 
 // journalCompactBytes is the size past which the file is rewritten with
 // only the unfinished items.
 const journalCompactBytes = 8 << 20
 
-// OpenJournal reads the journal at path (creating it), compacts it to the
+// Open reads the journal at path (creating it), compacts it to the
 // unfinished items and returns them oldest first. A torn last line (a crash
 // mid-write) is skipped.
-func OpenJournal(path string, durable bool) (*Journal, []JournalItem, error) {
+func Open(path string, durable bool) (*Journal, []Item, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("opening journal: %w", err)
 	}
-	j := &Journal{path: path, durable: durable, pending: map[string]*JournalItem{}}
+	j := &Journal{path: path, durable: durable, pending: map[string]*Item{}}
 	if err := j.load(); err != nil {
 		return nil, nil, err
 	}
 	if err := j.rewrite(); err != nil {
 		return nil, nil, err
 	}
-	items := make([]JournalItem, 0, len(j.pending))
+	items := make([]Item, 0, len(j.pending))
 	for _, it := range j.pending {
 		items = append(items, *it)
 	}
@@ -125,14 +130,14 @@ func (j *Journal) apply(r journalRecord) {
 }
 
 // rewrite replaces the file with one add record per unfinished item,
-// atomically (write, fsync, rename), and reopens it for appending.
+// atomically (renameio: write, fsync, rename), and reopens it for appending.
 func (j *Journal) rewrite() error {
-	tmp := j.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	pf, err := renameio.NewPendingFile(j.path, renameio.WithPermissions(0o600))
 	if err != nil {
 		return fmt.Errorf("compacting journal: %w", err)
 	}
-	w := bufio.NewWriter(f)
+	defer pf.Cleanup() // after a successful replace it does nothing
+	w := bufio.NewWriter(pf)
 	var size int64
 	for _, it := range j.pending {
 		b, _ := json.Marshal(journalRecord{Op: "add", ID: it.ID, Item: it})
@@ -141,15 +146,10 @@ func (j *Journal) rewrite() error {
 	}
 	err = w.Flush()
 	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+		err = pf.CloseAtomicallyReplace()
 	}
 	if err == nil {
-		err = os.Rename(tmp, j.path)
-	}
-	if err == nil {
+		// The rename itself must survive a power cut too.
 		err = syncDir(filepath.Dir(j.path))
 	}
 	if err != nil {
@@ -167,7 +167,7 @@ func (j *Journal) rewrite() error {
 }
 
 // Add records an accepted message; it is durable when Add returns.
-func (j *Journal) Add(it JournalItem) error {
+func (j *Journal) Add(it Item) error {
 	it.Accepted = time.Now().UnixMilli()
 	return j.write(journalRecord{Op: "add", ID: it.ID, Item: &it}, true)
 }

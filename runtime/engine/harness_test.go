@@ -1,4 +1,4 @@
-package adapters_test
+package engine_test
 
 import (
 	"context"
@@ -13,11 +13,15 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 
-	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/tools"
 )
 
 // testChannel stands in for a platform: its dispatcher records what a
@@ -25,7 +29,7 @@ import (
 const testChannel = "telegram"
 
 type sent struct {
-	Req  chat.RequestContext
+	Req  dispatch.RequestContext
 	Text string
 }
 
@@ -36,7 +40,7 @@ type outbox struct {
 	fail error
 }
 
-func (o *outbox) SendText(_ context.Context, req chat.RequestContext, text string) error {
+func (o *outbox) SendText(_ context.Context, req dispatch.RequestContext, text string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.fail != nil {
@@ -72,6 +76,7 @@ type harnessOptions struct {
 	agentMD     string
 	history     agent.HistoryLimits
 	journal     bool // keep a pending-work journal in dir/.ship
+	userLimit   ingress.UserLimiterOptions
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -82,12 +87,12 @@ type harness struct {
 	dir     string
 	fake    *fakeopenai.Server
 	logs    *logbuf.Buffer
-	engine  *adapters.Engine
+	engine  *engine.Engine
 	store   *chat.Store
 	out     *outbox
 	runtime *agent.Runtime
-	queue   *adapters.QueryQueue
-	ingress *adapters.Ingress
+	queue   *ingress.Queue
+	ingress *ingress.Ingress
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -121,23 +126,25 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if o.journal {
 		journalPath = filepath.Join(h.dir, ".ship", "pending.jsonl")
 	}
-	eng, err := adapters.NewEngine(adapters.EngineOptions{
+	eng, err := engine.New(engine.Options{
+		Tools:        tools.Default,
 		ChatsDir:     filepath.Join(h.dir, ".ship", "chats"),
 		Durability:   chat.DurabilityNone,
 		Model:        model,
 		AgentMDPath:  filepath.Join(h.dir, "Agent.md"),
 		History:      o.history,
-		Queue:        adapters.QueueOptions{Capacity: o.capacity, Concurrency: o.concurrency},
+		Queue:        queue.Options{Capacity: o.capacity, Concurrency: o.concurrency},
 		Stream:       o.stream,
 		RetryBackoff: time.Millisecond,
 		JournalPath:  journalPath,
+		UserLimit:    o.userLimit,
 		Logger:       log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng.Registry.Register(testChannel, h.out)
-	h.engine, h.store, h.runtime, h.queue, h.ingress = eng, eng.Store, eng.Runtime, eng.Queue, eng.Ingress
+	eng.Register(testChannel, h.out)
+	h.engine, h.store, h.runtime, h.queue, h.ingress = eng, eng.Store(), eng.Runtime(), eng.Queue(), eng.Ingress()
 	t.Cleanup(h.close)
 	return h
 }
@@ -163,14 +170,14 @@ func (h *harness) waitIdle() {
 func chatKeyOf(chatID string) string { return "telegram:chat:" + chatID }
 
 // send submits a user message and returns a channel that yields its outcome.
-func (h *harness) send(chatID, msgID, text string) <-chan adapters.Outcome {
+func (h *harness) send(chatID, msgID, text string) <-chan ingress.Outcome {
 	h.t.Helper()
-	done := make(chan adapters.Outcome, 1)
-	_, err := h.ingress.Accept(context.Background(), adapters.Submission{
+	done := make(chan ingress.Outcome, 1)
+	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
 		Channel: testChannel,
 		ChatKey: chatKeyOf(chatID),
-		Message: adapters.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: msgID, UserID: "u1", ChatType: "private"},
-		OnDone:  func(o adapters.Outcome) { done <- o },
+		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: msgID, UserID: "u1", ChatType: "private"},
+		OnDone:  func(o ingress.Outcome) { done <- o },
 	})
 	if err != nil {
 		h.t.Fatalf("accepting %q: %v", text, err)
@@ -179,14 +186,14 @@ func (h *harness) send(chatID, msgID, text string) <-chan adapters.Outcome {
 }
 
 // ask sends a message and waits for its run to end.
-func (h *harness) ask(chatID, msgID, text string) adapters.Outcome {
+func (h *harness) ask(chatID, msgID, text string) ingress.Outcome {
 	h.t.Helper()
 	select {
 	case o := <-h.send(chatID, msgID, text):
 		return o
 	case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
 		h.t.Fatalf("no outcome for %q", text)
-		return adapters.Outcome{}
+		return ingress.Outcome{}
 	}
 }
 

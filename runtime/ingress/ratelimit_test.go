@@ -1,4 +1,4 @@
-package adapters_test
+package ingress_test
 
 import (
 	"strconv"
@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 // fakeClock is a settable clock for the limiter; safe for concurrent use.
@@ -35,7 +35,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // allowed counts how many of n messages from user in chatKey get through.
-func allowed(l *adapters.UserLimiter, chatKey, user string, n int) int {
+func allowed(l *ingress.UserLimiter, chatKey, user string, n int) int {
 	got := 0
 	for range n {
 		if l.Allow(chatKey, user) {
@@ -47,7 +47,7 @@ func allowed(l *adapters.UserLimiter, chatKey, user string, n int) int {
 
 func TestUserLimiterDefaultsAreBurst10Then20PerMinute(t *testing.T) {
 	clock := newFakeClock()
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Now: clock.Now})
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Now: clock.Now})
 	const chat = "telegram:chat:-100"
 	if got := allowed(l, chat, "ann", 15); got != 10 {
 		t.Fatalf("a burst of 15 let %d through, want the burst of 10", got)
@@ -75,7 +75,7 @@ func TestUserLimiterDefaultsAreBurst10Then20PerMinute(t *testing.T) {
 
 func TestUserLimiterKeepsUsersAndChatsApart(t *testing.T) {
 	clock := newFakeClock()
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Rate: 1, Burst: 2, Now: clock.Now})
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Rate: 1, Burst: 2, Now: clock.Now})
 	if got := allowed(l, "g1", "mallory", 50); got != 2 {
 		t.Fatalf("mallory got %d through, want 2", got)
 	}
@@ -94,7 +94,7 @@ func TestUserLimiterKeepsUsersAndChatsApart(t *testing.T) {
 func TestUserLimiterForgetsIdlePairsWithoutChangingAnswers(t *testing.T) {
 	clock := newFakeClock()
 	// Burst 4 at 2/s: an empty bucket is full again after 2 s.
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Rate: 2, Burst: 4, Now: clock.Now})
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Rate: 2, Burst: 4, Now: clock.Now})
 	for i := range 1000 {
 		l.Allow("c", strconv.Itoa(i))
 	}
@@ -119,7 +119,7 @@ func TestUserLimiterForgetsIdlePairsWithoutChangingAnswers(t *testing.T) {
 
 func TestUserLimiterRefusedMessagesDoNotCount(t *testing.T) {
 	clock := newFakeClock()
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Rate: 1, Burst: 1, Now: clock.Now})
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Rate: 1, Burst: 1, Now: clock.Now})
 	l.Allow("c", "u")
 	for range 99 { // until 0.99 s
 		clock.Advance(10 * time.Millisecond)
@@ -135,7 +135,7 @@ func TestUserLimiterRefusedMessagesDoNotCount(t *testing.T) {
 
 func TestUserLimiterCapsTheNumberOfPairs(t *testing.T) {
 	clock := newFakeClock()
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Burst: 1, MaxKeys: 3, Now: clock.Now})
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Burst: 1, MaxKeys: 3, Now: clock.Now})
 	for _, u := range []string{"a", "b", "c"} {
 		l.Allow("g", u)
 	}
@@ -154,17 +154,17 @@ func TestUserLimiterCapsTheNumberOfPairs(t *testing.T) {
 
 func TestUserLimiterDefaultCapIs100kPairs(t *testing.T) {
 	clock := newFakeClock()
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Now: clock.Now})
-	for i := range adapters.DefaultUserMaxKeys + 5_000 {
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Now: clock.Now})
+	for i := range ingress.DefaultUserMaxKeys + 5_000 {
 		l.Allow("telegram:chat:"+strconv.Itoa(i), "u")
 	}
-	if n := l.Len(); n != adapters.DefaultUserMaxKeys {
-		t.Errorf("Len = %d, want %d", n, adapters.DefaultUserMaxKeys)
+	if n := l.Len(); n != ingress.DefaultUserMaxKeys {
+		t.Errorf("Len = %d, want %d", n, ingress.DefaultUserMaxKeys)
 	}
 }
 
 func TestUserLimiterInfiniteRateAllowsAllAndKeepsNothing(t *testing.T) {
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Rate: rate.Inf})
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Rate: rate.Inf})
 	if got := allowed(l, "c", "u", 1000); got != 1000 {
 		t.Errorf("%d of 1000 allowed", got)
 	}
@@ -175,8 +175,8 @@ func TestUserLimiterInfiniteRateAllowsAllAndKeepsNothing(t *testing.T) {
 
 func TestUserLimiterIsSafeForConcurrentUse(t *testing.T) {
 	clock := newFakeClock()
-	l := adapters.NewUserLimiter(adapters.UserLimiterOptions{Rate: 1, Burst: 5, Now: clock.Now})
-	small := adapters.NewUserLimiter(adapters.UserLimiterOptions{Rate: 1, Burst: 5, MaxKeys: 50, Now: clock.Now})
+	l := ingress.NewUserLimiter(ingress.UserLimiterOptions{Rate: 1, Burst: 5, Now: clock.Now})
+	small := ingress.NewUserLimiter(ingress.UserLimiterOptions{Rate: 1, Burst: 5, MaxKeys: 50, Now: clock.Now})
 	var ok atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 8 {

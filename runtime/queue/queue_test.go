@@ -1,4 +1,4 @@
-package adapters
+package queue
 
 import (
 	"context"
@@ -15,14 +15,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/internal/logbuf"
-	"github.com/shipmyagent/ship/runtime/chat"
 )
 
 // newTestQueue builds a queue that is stopped when the test ends, so no
 // worker goroutine outlives its test.
-func newTestQueue(t *testing.T, h QueueHandler, opts QueueOptions) *QueryQueue {
+func newTestQueue(t *testing.T, h Handler[string], opts Options) *Queue[string] {
 	t.Helper()
-	q := NewQueryQueue(h, opts)
+	q := New(h, opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // don't wait on handlers a failed test left blocked
@@ -31,11 +30,11 @@ func newTestQueue(t *testing.T, h QueueHandler, opts QueueOptions) *QueryQueue {
 	return q
 }
 
-func mustEnqueue(t *testing.T, q *QueryQueue, item QueueItem) Ticket {
+func mustEnqueue(t *testing.T, q *Queue[string], item Item[string]) Ticket {
 	t.Helper()
 	tk, err := q.Enqueue(item)
 	if err != nil {
-		t.Fatalf("Enqueue(%s/%s): %v", item.ChatKey, item.Instructions, err)
+		t.Fatalf("Enqueue(%s/%s): %v", item.ChatKey, item.Value, err)
 	}
 	return tk
 }
@@ -51,17 +50,17 @@ func newQueueGate() *queueGate {
 	return &queueGate{started: make(chan string, 1024), release: make(chan struct{})}
 }
 
-func (g *queueGate) handler(block string) QueueHandler {
-	return func(ctx context.Context, item QueueItem) {
-		g.started <- item.Instructions
-		if item.Instructions == block {
+func (g *queueGate) handler(block string) Handler[string] {
+	return func(ctx context.Context, item Item[string]) {
+		g.started <- item.Value
+		if item.Value == block {
 			<-g.release
 		}
 	}
 }
 
 func TestQueueDefaults(t *testing.T) {
-	q := newTestQueue(t, func(context.Context, QueueItem) {}, QueueOptions{})
+	q := newTestQueue(t, func(context.Context, Item[string]) {}, Options{})
 	st := q.Stats()
 	if st.Capacity != 1000 || st.Concurrency != 1 || q.opts.RunTimeout != 10*time.Minute {
 		t.Fatalf("defaults: %+v runTimeout=%v", st, q.opts.RunTimeout)
@@ -73,19 +72,19 @@ func TestQueueSerialFIFOAcrossChats(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	var wg sync.WaitGroup
-	h := func(ctx context.Context, item QueueItem) {
+	h := func(ctx context.Context, item Item[string]) {
 		mu.Lock()
-		order = append(order, item.Instructions)
+		order = append(order, item.Value)
 		mu.Unlock()
 		g.handler("0")(ctx, item)
 		wg.Done()
 	}
-	q := newTestQueue(t, h, QueueOptions{Concurrency: 1})
+	q := newTestQueue(t, h, Options{Concurrency: 1})
 	chats := []string{"a", "b", "c", "a", "c", "b", "b", "a"}
 	var want []string
 	wg.Add(len(chats))
 	for i, c := range chats {
-		mustEnqueue(t, q, QueueItem{ChatKey: c, Instructions: strconv.Itoa(i)})
+		mustEnqueue(t, q, Item[string]{ChatKey: c, Value: strconv.Itoa(i)})
 		want = append(want, strconv.Itoa(i))
 	}
 	close(g.release)
@@ -104,9 +103,9 @@ func TestQueuePerChatOrderConcurrent(t *testing.T) {
 		overlaps []string
 		wg       sync.WaitGroup
 	)
-	h := func(_ context.Context, item QueueItem) {
+	h := func(_ context.Context, item Item[string]) {
 		defer wg.Done()
-		seq, _ := strconv.Atoi(item.Instructions)
+		seq, _ := strconv.Atoi(item.Value)
 		mu.Lock()
 		inFlight[item.ChatKey]++
 		if inFlight[item.ChatKey] > 1 {
@@ -119,11 +118,11 @@ func TestQueuePerChatOrderConcurrent(t *testing.T) {
 		inFlight[item.ChatKey]--
 		mu.Unlock()
 	}
-	q := newTestQueue(t, h, QueueOptions{Concurrency: 4, Capacity: chats * perChat})
+	q := newTestQueue(t, h, Options{Concurrency: 4, Capacity: chats * perChat})
 	wg.Add(chats * perChat)
 	for s := range perChat {
 		for c := range chats {
-			mustEnqueue(t, q, QueueItem{ChatKey: fmt.Sprintf("chat-%d", c), Instructions: strconv.Itoa(s)})
+			mustEnqueue(t, q, Item[string]{ChatKey: fmt.Sprintf("chat-%d", c), Value: strconv.Itoa(s)})
 		}
 	}
 	wg.Wait()
@@ -142,14 +141,14 @@ func TestQueuePerChatOrderConcurrent(t *testing.T) {
 func TestQueueChatsRunSideBySide(t *testing.T) {
 	var arrived sync.WaitGroup
 	release := make(chan struct{})
-	h := func(context.Context, QueueItem) {
+	h := func(context.Context, Item[string]) {
 		arrived.Done()
 		<-release
 	}
-	q := newTestQueue(t, h, QueueOptions{Concurrency: 4})
+	q := newTestQueue(t, h, Options{Concurrency: 4})
 	arrived.Add(4)
 	for _, c := range []string{"d", "b", "c", "a"} {
-		if tk := mustEnqueue(t, q, QueueItem{ChatKey: c}); tk.Position != 0 {
+		if tk := mustEnqueue(t, q, Item[string]{ChatKey: c}); tk.Position != 0 {
 			t.Fatalf("chat %s: Position %d, want 0 with idle workers", c, tk.Position)
 		}
 	}
@@ -158,7 +157,7 @@ func TestQueueChatsRunSideBySide(t *testing.T) {
 	if st.Running != 4 || !slices.Equal(st.RunningChatKeys, []string{"a", "b", "c", "d"}) {
 		t.Fatalf("stats = %+v", st)
 	}
-	if tk := mustEnqueue(t, q, QueueItem{ChatKey: "e"}); tk.Position != 1 {
+	if tk := mustEnqueue(t, q, Item[string]{ChatKey: "e"}); tk.Position != 1 {
 		t.Fatalf("fifth item Position %d, want 1", tk.Position)
 	}
 	arrived.Add(1) // for chat e once a worker frees up
@@ -168,13 +167,13 @@ func TestQueueChatsRunSideBySide(t *testing.T) {
 
 func TestQueueFull(t *testing.T) {
 	g := newQueueGate()
-	q := newTestQueue(t, g.handler("block"), QueueOptions{Concurrency: 2, Capacity: 2})
-	mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "block"})
+	q := newTestQueue(t, g.handler("block"), Options{Concurrency: 2, Capacity: 2})
+	mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "block"})
 	<-g.started
-	mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "w1"})
-	mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "w2"})
+	mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "w1"})
+	mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "w2"})
 
-	_, err := q.Enqueue(QueueItem{ChatKey: "a", Instructions: "w3"})
+	_, err := q.Enqueue(Item[string]{ChatKey: "a", Value: "w3"})
 	if !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("err = %v, want ErrQueueFull", err)
 	}
@@ -187,7 +186,7 @@ func TestQueueFull(t *testing.T) {
 	}
 	// A new chat that an idle worker can start at once never waits, so a
 	// full backlog does not turn it away.
-	if tk, err := q.Enqueue(QueueItem{ChatKey: "b", Instructions: "now"}); err != nil || tk.Position != 0 {
+	if tk, err := q.Enqueue(Item[string]{ChatKey: "b", Value: "now"}); err != nil || tk.Position != 0 {
 		t.Fatalf("startable item: %+v %v", tk, err)
 	}
 	if got := <-g.started; got != "now" {
@@ -198,11 +197,11 @@ func TestQueueFull(t *testing.T) {
 
 func TestQueuePositions(t *testing.T) {
 	g := newQueueGate()
-	q := newTestQueue(t, g.handler("a1"), QueueOptions{Concurrency: 1})
-	tA1 := mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "a1"})
-	tB1 := mustEnqueue(t, q, QueueItem{ChatKey: "b", Instructions: "b1"})
-	tC1 := mustEnqueue(t, q, QueueItem{ChatKey: "c", Instructions: "c1"})
-	tA2 := mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "a2"})
+	q := newTestQueue(t, g.handler("a1"), Options{Concurrency: 1})
+	tA1 := mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "a1"})
+	tB1 := mustEnqueue(t, q, Item[string]{ChatKey: "b", Value: "b1"})
+	tC1 := mustEnqueue(t, q, Item[string]{ChatKey: "c", Value: "c1"})
+	tA2 := mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "a2"})
 	for _, c := range []struct {
 		tk   Ticket
 		want int
@@ -235,16 +234,16 @@ func TestQueuePositions(t *testing.T) {
 func TestQueuePositionUpdatesAsItemsStart(t *testing.T) {
 	release := map[string]chan struct{}{"x": make(chan struct{}), "y": make(chan struct{})}
 	started := make(chan string, 4)
-	h := func(_ context.Context, item QueueItem) {
-		started <- item.Instructions
-		if ch, ok := release[item.Instructions]; ok {
+	h := func(_ context.Context, item Item[string]) {
+		started <- item.Value
+		if ch, ok := release[item.Value]; ok {
 			<-ch
 		}
 	}
-	q := newTestQueue(t, h, QueueOptions{})
-	tx := mustEnqueue(t, q, QueueItem{ChatKey: "k", Instructions: "x"})
-	ty := mustEnqueue(t, q, QueueItem{ChatKey: "m", Instructions: "y"})
-	tz := mustEnqueue(t, q, QueueItem{ChatKey: "k", Instructions: "z"})
+	q := newTestQueue(t, h, Options{})
+	tx := mustEnqueue(t, q, Item[string]{ChatKey: "k", Value: "x"})
+	ty := mustEnqueue(t, q, Item[string]{ChatKey: "m", Value: "y"})
+	tz := mustEnqueue(t, q, Item[string]{ChatKey: "k", Value: "z"})
 	<-started
 	if p, _ := q.Position(ty.ID); p != 1 {
 		t.Fatalf("y position %d, want 1", p)
@@ -269,47 +268,34 @@ func TestQueuePositionUpdatesAsItemsStart(t *testing.T) {
 
 func TestQueueRunTimeoutCancelsHandler(t *testing.T) {
 	errc := make(chan error, 1)
-	q := newTestQueue(t, func(ctx context.Context, item QueueItem) {
+	q := newTestQueue(t, func(ctx context.Context, item Item[string]) {
 		<-ctx.Done()
 		errc <- ctx.Err()
-	}, QueueOptions{RunTimeout: 1}) // 1ns: the deadline is already past
-	mustEnqueue(t, q, QueueItem{ChatKey: "a"})
+	}, Options{RunTimeout: 1}) // 1ns: the deadline is already past
+	mustEnqueue(t, q, Item[string]{ChatKey: "a"})
 	if err := <-errc; err != context.DeadlineExceeded {
 		t.Fatalf("ctx.Err() = %v, want DeadlineExceeded", err)
-	}
-}
-
-func TestQueueHandlerContextCarriesRequest(t *testing.T) {
-	got := make(chan chat.RequestContext, 1)
-	q := newTestQueue(t, func(ctx context.Context, item QueueItem) {
-		req, _ := chat.RequestFromContext(ctx)
-		got <- req
-	}, QueueOptions{})
-	want := chat.RequestContext{Channel: "telegram", ChatID: "42", ChatKey: "telegram-chat-42"}
-	mustEnqueue(t, q, QueueItem{ChatKey: want.ChatKey, Request: want})
-	if req := <-got; req != want {
-		t.Fatalf("request = %+v, want %+v", req, want)
 	}
 }
 
 func TestQueueStopFinishesRunningKeepsPending(t *testing.T) {
 	g := newQueueGate()
 	var ran sync.Map
-	h := func(ctx context.Context, item QueueItem) {
-		ran.Store(item.Instructions, true)
+	h := func(ctx context.Context, item Item[string]) {
+		ran.Store(item.Value, true)
 		g.handler("run")(ctx, item)
 	}
 	// Capacity 2 keeps probes made before Stop from entering the backlog.
-	q := newTestQueue(t, h, QueueOptions{Capacity: 2})
-	mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "run"})
+	q := newTestQueue(t, h, Options{Capacity: 2})
+	mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "run"})
 	<-g.started
-	mustEnqueue(t, q, QueueItem{ChatKey: "b", Instructions: "p1"})
-	mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "p2"})
+	mustEnqueue(t, q, Item[string]{ChatKey: "b", Value: "p1"})
+	mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "p2"})
 
 	stopErr := make(chan error, 1)
 	go func() { stopErr <- q.Stop(context.Background()) }()
 	<-q.stopping
-	if _, err := q.Enqueue(QueueItem{ChatKey: "c"}); !errors.Is(err, ErrQueueStopped) {
+	if _, err := q.Enqueue(Item[string]{ChatKey: "c"}); !errors.Is(err, ErrQueueStopped) {
 		t.Fatalf("Enqueue during Stop: %v, want ErrQueueStopped", err)
 	}
 	select {
@@ -323,7 +309,7 @@ func TestQueueStopFinishesRunningKeepsPending(t *testing.T) {
 	}
 	var pending []string
 	for _, it := range q.Pending() {
-		pending = append(pending, it.Instructions)
+		pending = append(pending, it.Value)
 	}
 	if !slices.Equal(pending, []string{"p1", "p2"}) {
 		t.Fatalf("Pending = %v", pending)
@@ -333,7 +319,7 @@ func TestQueueStopFinishesRunningKeepsPending(t *testing.T) {
 			t.Fatalf("pending item %s was started", name)
 		}
 	}
-	if _, err := q.Enqueue(QueueItem{ChatKey: "c"}); !errors.Is(err, ErrQueueStopped) {
+	if _, err := q.Enqueue(Item[string]{ChatKey: "c"}); !errors.Is(err, ErrQueueStopped) {
 		t.Fatalf("Enqueue after Stop: %v", err)
 	}
 }
@@ -341,12 +327,12 @@ func TestQueueStopFinishesRunningKeepsPending(t *testing.T) {
 func TestQueueStopExpiredContextCancelsRunning(t *testing.T) {
 	started := make(chan struct{})
 	errc := make(chan error, 1)
-	q := newTestQueue(t, func(ctx context.Context, item QueueItem) {
+	q := newTestQueue(t, func(ctx context.Context, item Item[string]) {
 		close(started)
 		<-ctx.Done()
 		errc <- ctx.Err()
-	}, QueueOptions{RunTimeout: -1})
-	mustEnqueue(t, q, QueueItem{ChatKey: "a"})
+	}, Options{RunTimeout: -1})
+	mustEnqueue(t, q, Item[string]{ChatKey: "a"})
 	<-started
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -361,14 +347,14 @@ func TestQueueStopExpiredContextCancelsRunning(t *testing.T) {
 func TestQueuePanicDoesNotStopNextItem(t *testing.T) {
 	var logs logbuf.Buffer
 	next := make(chan string, 1)
-	q := newTestQueue(t, func(_ context.Context, item QueueItem) {
-		if item.Instructions == "boom" {
+	q := newTestQueue(t, func(_ context.Context, item Item[string]) {
+		if item.Value == "boom" {
 			panic("kaboom")
 		}
-		next <- item.Instructions
-	}, QueueOptions{Logger: zerolog.New(&logs)})
-	tk := mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "boom"})
-	mustEnqueue(t, q, QueueItem{ChatKey: "a", Instructions: "after"})
+		next <- item.Value
+	}, Options{Logger: zerolog.New(&logs)})
+	tk := mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "boom"})
+	mustEnqueue(t, q, Item[string]{ChatKey: "a", Value: "after"})
 	if got := <-next; got != "after" {
 		t.Fatalf("next item = %q", got)
 	}
@@ -382,17 +368,17 @@ func TestQueuePanicDoesNotStopNextItem(t *testing.T) {
 
 func TestQueueRejectsBadItems(t *testing.T) {
 	g := newQueueGate()
-	q := newTestQueue(t, g.handler("hold"), QueueOptions{})
-	if _, err := q.Enqueue(QueueItem{}); !errors.Is(err, ErrInvalidItem) {
+	q := newTestQueue(t, g.handler("hold"), Options{})
+	if _, err := q.Enqueue(Item[string]{}); !errors.Is(err, ErrInvalidItem) {
 		t.Fatalf("missing chat key: %v", err)
 	}
-	mustEnqueue(t, q, QueueItem{ID: "q-1", ChatKey: "a", Instructions: "hold"})
+	mustEnqueue(t, q, Item[string]{ID: "q-1", ChatKey: "a", Value: "hold"})
 	<-g.started
-	if _, err := q.Enqueue(QueueItem{ID: "q-1", ChatKey: "b"}); !errors.Is(err, ErrDuplicateID) {
+	if _, err := q.Enqueue(Item[string]{ID: "q-1", ChatKey: "b"}); !errors.Is(err, ErrDuplicateID) {
 		t.Fatalf("duplicate id: %v", err)
 	}
 	// The generator skips the hand-picked q-1.
-	if tk := mustEnqueue(t, q, QueueItem{ChatKey: "b"}); tk.ID == "q-1" {
+	if tk := mustEnqueue(t, q, Item[string]{ChatKey: "b"}); tk.ID == "q-1" {
 		t.Fatalf("assigned id collides: %s", tk.ID)
 	}
 	close(g.release)

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+)
+
+// Command answers the chat commands every platform offers: /start, /help,
+// /status and /clear. name is the command without the slash or a @bot
+// suffix. They are answered at once by the adapter, never queued, so
+// /status works even when the queue is long. ok is false when name is not
+// one of these; the message then goes to the agent like any other.
+func (e *Engine) Command(ctx context.Context, name string, req dispatch.RequestContext) (reply string, ok bool) {
+	switch strings.ToLower(name) {
+	case "start":
+		return "Hi! I'm an assistant. Send me a message and I'll answer here. /help lists what else I understand.", true
+	case "help":
+		how := "mention me"
+		if req.Channel == chat.ChannelTelegram {
+			how = "mention me or reply to my message" // Feishu and QQ groups deliver only mentions
+		}
+		return "Just write to me (in groups: " + how + ").\n" +
+			"/status – queue and model\n" +
+			"/clear – forget our recent conversation (the log is kept)\n" +
+			"/help – this text", true
+	case "status":
+		return e.status(req.ChatKey), true
+	case "clear":
+		e.runtime.Forget(req.ChatKey)
+		if _, err := e.store.Append(ctx, chat.ChatLogEntryV1{
+			Channel: req.Channel, ChatID: req.ChatID, ChatKey: req.ChatKey, UserID: req.UserID,
+			Role: chat.RoleSystem, Text: "history cleared by /clear", Meta: map[string]any{"event": chat.EventClear},
+		}); err != nil {
+			e.log.Error().Err(err).Str("chatKey", req.ChatKey).Msg("logging /clear")
+		}
+		return "Done: I forgot our recent conversation. (The chat log is kept.)", true
+	}
+	return "", false
+}
+
+func (e *Engine) status(chatKey string) string {
+	st := e.queue.Stats()
+	var b strings.Builder
+	fmt.Fprintf(&b, "Model: %s\nQueue: %d waiting, %d running", e.model, st.Waiting, st.Running)
+	for _, k := range st.RunningChatKeys {
+		if k == chatKey {
+			b.WriteString("\nThis chat: a message is being answered now")
+			return b.String()
+		}
+	}
+	for _, it := range e.queue.Pending() {
+		if it.ChatKey == chatKey {
+			if pos, ok := e.queue.Position(it.ID); ok {
+				fmt.Fprintf(&b, "\nThis chat: next message is #%d in line", pos)
+			}
+			return b.String()
+		}
+	}
+	b.WriteString("\nThis chat: nothing waiting")
+	return b.String()
+}

@@ -1,0 +1,259 @@
+// Package engine assembles ship's core: the ChatStore, the agent runtime
+// with its tools, the dispatcher registry, the pending-work journal, the
+// global queue and the ingress path in front of it, and the Runner that
+// turns each queued job into a run. Platforms reach it only through the
+// narrow methods it offers them (Accept, Record, Position, Command,
+// Register); the HTTP server and the binary use the rest.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/events"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/queue"
+)
+
+// Options configure the assembled core.
+type Options struct {
+	// ChatsDir is where the ChatStore keeps its files (<project>/.ship/chats).
+	ChatsDir     string
+	Durability   chat.Durability
+	SegmentBytes int64
+	Model        llms.Model
+	// ModelName is what /status shows ("openai/gpt-4o-mini").
+	ModelName   string
+	AgentMDPath string
+	History     agent.HistoryLimits
+	Queue       queue.Options
+	// Tools builds the tools offered to the model from the store and the
+	// deliverer the engine creates; nil offers none.
+	Tools func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool
+	// Stream makes the runtime stream model text to OnStep listeners.
+	Stream bool
+	// UserLimit is the per-user message rate on platforms (see
+	// ingress.UserLimiter; zero values take its generous defaults, Rate
+	// rate.Inf switches it off).
+	UserLimit ingress.UserLimiterOptions
+	// JournalPath, when set, keeps the durable record of accepted work
+	// there (<project>/.ship/pending.jsonl); see Recover.
+	JournalPath string
+	// RetryBackoff is the first wait before a failed model call is retried
+	// (0 → the runtime's default).
+	RetryBackoff time.Duration
+	Logger       zerolog.Logger
+}
+
+// Engine is ship's core wired together.
+type Engine struct {
+	events   *events.Bus
+	store    *chat.Store
+	registry *dispatch.Registry
+	runtime  *agent.Runtime
+	queue    *ingress.Queue
+	ingress  *ingress.Ingress
+	journal  *journal.Journal // nil without Options.JournalPath
+	model    string
+
+	log       zerolog.Logger
+	recovered []journal.Item
+}
+
+// New opens the store and the journal and starts the queue's workers.
+func New(opts Options) (*Engine, error) {
+	store, err := chat.OpenStore(chat.StoreOptions{Dir: opts.ChatsDir, Durability: opts.Durability, SegmentBytes: opts.SegmentBytes})
+	if err != nil {
+		return nil, fmt.Errorf("opening chat store: %w", err)
+	}
+	var jn *journal.Journal
+	var recovered []journal.Item
+	if opts.JournalPath != "" {
+		jn, recovered, err = journal.Open(opts.JournalPath, opts.Durability != chat.DurabilityNone)
+		if err != nil {
+			_ = store.Close()
+			return nil, fmt.Errorf("opening journal: %w", err)
+		}
+	}
+	reg := dispatch.NewRegistry()
+	deliverer := &dispatch.Deliverer{Registry: reg, Store: store}
+	if jn != nil {
+		deliverer.BeforeSend = func(ctx context.Context) error {
+			if id, ok := journaledRun(ctx); ok {
+				return jn.Sending(id)
+			}
+			return nil
+		}
+	}
+	var tools []agent.Tool
+	if opts.Tools != nil {
+		tools = opts.Tools(store, deliverer)
+	}
+	rt, err := agent.New(agent.Options{
+		Model:        opts.Model,
+		Tools:        tools,
+		Store:        store,
+		AgentMDPath:  opts.AgentMDPath,
+		History:      opts.History,
+		Stream:       opts.Stream,
+		RetryBackoff: opts.RetryBackoff,
+		Logger:       opts.Logger,
+	})
+	if err != nil {
+		_ = store.Close()
+		if jn != nil {
+			_ = jn.Close()
+		}
+		return nil, fmt.Errorf("creating runtime: %w", err)
+	}
+	bus := events.NewBus(0)
+	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: jn, Log: opts.Logger}
+	qopts := opts.Queue
+	qopts.Logger = opts.Logger
+	q := queue.New(runner.Handle, qopts)
+	return &Engine{
+		events:   bus,
+		store:    store,
+		registry: reg,
+		runtime:  rt,
+		queue:    q,
+		ingress: ingress.New(ingress.Options{
+			Store: store, Queue: q, Journal: jn, Limiter: ingress.NewUserLimiter(opts.UserLimit), Logger: opts.Logger,
+		}),
+		journal:   jn,
+		model:     opts.ModelName,
+		log:       opts.Logger,
+		recovered: recovered,
+	}, nil
+}
+
+// Events carries every run's events (task_started, content, …) to SSE
+// subscribers, whatever the channel.
+func (e *Engine) Events() *events.Bus { return e.events }
+
+// Store is the ChatStore.
+func (e *Engine) Store() *chat.Store { return e.store }
+
+// Queue is the one global queue.
+func (e *Engine) Queue() *ingress.Queue { return e.queue }
+
+// Ingress is the path into the queue for channels that are not platforms
+// (the HTTP API) and for tests.
+func (e *Engine) Ingress() *ingress.Ingress { return e.ingress }
+
+// Runtime is the agent runtime.
+func (e *Engine) Runtime() *agent.Runtime { return e.runtime }
+
+// Journal is the pending-work journal, nil when the engine keeps none.
+func (e *Engine) Journal() *journal.Journal { return e.journal }
+
+// Register makes d the dispatcher of channel: replies to that channel's
+// messages go through it.
+func (e *Engine) Register(channel string, d dispatch.Dispatcher) { e.registry.Register(channel, d) }
+
+// Accept takes a platform message that may be delivered more than once:
+// logged, deduplicated, rate-limited and queued (ingress.AcceptOnce).
+func (e *Engine) Accept(ctx context.Context, s ingress.Submission) (ingress.Ticket, error) {
+	return e.ingress.AcceptOnce(ctx, s)
+}
+
+// Record logs a platform message that is not addressed to the bot, once.
+func (e *Engine) Record(ctx context.Context, s ingress.Submission) error {
+	return e.ingress.RecordOnce(ctx, s)
+}
+
+// Position reports where queued item id stands (0: running).
+func (e *Engine) Position(id string) (int, bool) { return e.queue.Position(id) }
+
+// Close stops intake, lets running items finish (or cancels them when ctx
+// ends first), then closes the store. It returns the items that were still
+// waiting: they are in the ChatStore but were not answered. Each of them that
+// has an OnDone hook is told so with Outcome.Err wrapping
+// queue.ErrQueueStopped, so nobody waits for a run that will not happen in
+// this process.
+func (e *Engine) Close(ctx context.Context) ([]queue.Item[ingress.Job], error) {
+	stopErr := e.queue.Stop(ctx)
+	pending := e.queue.Pending()
+	for _, it := range pending {
+		// Streams following this run hear that it will not happen here.
+		e.events.Publish(events.Event{Type: events.TypeError, TaskID: it.ID, ChatKey: it.ChatKey, Channel: it.Value.Request.Channel,
+			UserMessageID: it.Value.Request.MessageID, ErrorCode: "SHUTTING_DOWN", ErrorMessage: "ship stopped before this message's turn; it is kept in the chat log"})
+		if it.Value.OnDone != nil {
+			it.Value.OnDone(ingress.Outcome{
+				Result: agent.AgentResult{ToolCalls: []agent.ToolCallRecord{}},
+				Err:    fmt.Errorf("item %s not run: %w", it.ID, queue.ErrQueueStopped),
+			})
+		}
+	}
+	closeErr := e.store.Close()
+	if closeErr != nil {
+		closeErr = fmt.Errorf("closing chat store: %w", closeErr)
+	}
+	if e.journal != nil {
+		if err := e.journal.Close(); err != nil {
+			closeErr = errors.Join(closeErr, fmt.Errorf("closing journal: %w", err))
+		}
+	}
+	if stopErr != nil {
+		stopErr = fmt.Errorf("stopping queue: %w", stopErr)
+	}
+	return pending, errors.Join(stopErr, closeErr)
+}
+
+// maxAttempts is how many interrupted runs a message gets before it is
+// marked failed: a message that crashes ship every time must not keep it
+// in a crash loop.
+const maxAttempts = 3
+
+// Recover handles what the journal held at start-up, once the platforms'
+// dispatchers are registered: every message accepted before a crash is run
+// again, unless its run had begun replying (it is left alone: a reply is
+// never sent twice) or it was interrupted maxAttempts times (it is marked
+// failed, in the log and the chat log). It returns how many were queued.
+func (e *Engine) Recover(ctx context.Context) int {
+	queued := 0
+	for _, it := range e.recovered {
+		log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Request.MessageID).Logger()
+		switch {
+		case it.Sends > 0:
+			e.ingress.Remember(it.ChatKey, it.Request.MessageID)
+			log.Warn().Msg("recovery: a reply may have gone out before the crash; not running this message again")
+			e.settle(it.ID, log)
+		case it.Attempts >= maxAttempts:
+			e.ingress.Remember(it.ChatKey, it.Request.MessageID)
+			log.Error().Int("attempts", it.Attempts).Msg("recovery: message marked failed after repeated interrupted runs")
+			if _, err := e.store.Append(ctx, chat.ChatLogEntryV1{
+				Channel: it.Request.Channel, ChatID: it.Request.ChatID, ChatKey: it.ChatKey, MessageID: it.Request.MessageID,
+				Role: chat.RoleSystem, Text: fmt.Sprintf("not answered: failed after %d interrupted runs", it.Attempts),
+			}); err != nil {
+				log.Error().Err(err).Msg("recovery: logging a failed message")
+			}
+			e.settle(it.ID, log)
+		default:
+			if err := e.ingress.Resume(ctx, it); err != nil {
+				log.Error().Err(err).Msg("recovery: the message stays in the journal")
+				continue
+			}
+			log.Info().Int("attempt", it.Attempts+1).Msg("recovery: running a message accepted before the last stop")
+			queued++
+		}
+	}
+	e.recovered = nil
+	return queued
+}
+
+// settle marks a recovered item done in the journal.
+func (e *Engine) settle(id string, log zerolog.Logger) {
+	if err := e.journal.Done(id); err != nil {
+		log.Error().Err(err).Msg("recovery: recording the end of a message")
+	}
+}

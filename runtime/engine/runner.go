@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/events"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/queue"
+)
+
+// Runner runs queued jobs on the runtime: it puts the request context into
+// the context, runs the agent, applies the final-output fallback and keeps
+// the journal up to date. Its Handle method is the queue's handler.
+type Runner struct {
+	Runtime   *agent.Runtime
+	Deliverer *dispatch.Deliverer
+	// Events, when set, receives the run's events.
+	Events *events.Bus
+	// Journal, when set, is kept up to date for journaled jobs.
+	Journal *journal.Journal
+	Log     zerolog.Logger
+}
+
+type journaledRunKey struct{}
+
+// journaledRun returns the id of the journaled run ctx belongs to: the
+// deliverer's BeforeSend records a send intent for it.
+func journaledRun(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(journaledRunKey{}).(string)
+	return id, ok
+}
+
+// Handle runs one item. Whoever waits for it (OnDone, event subscribers)
+// hears back only once the journal has recorded the end: a caller that
+// acts on the outcome (a test, a restart) must find the journal settled.
+func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
+	job := item.Value
+	log := r.Log.With().Str("requestId", item.ID).Str("chatKey", item.ChatKey).
+		Str("channel", job.Request.Channel).Logger()
+	ctx = log.WithContext(ctx)
+	ctx = dispatch.WithRequest(ctx, job.Request)
+	journaled := job.Journaled && r.Journal != nil
+	if journaled {
+		if err := r.Journal.Start(item.ID); err != nil {
+			log.Error().Err(err).Msg("journal: recording the start of a run")
+		}
+		ctx = context.WithValue(ctx, journaledRunKey{}, item.ID)
+	}
+
+	started := time.Now()
+	ev := newRunEvents(r.Events, item)
+	ev.started(job.Instructions)
+	out := r.run(ctx, item, ev, log)
+	// A run cut short by shutdown stays pending: the next start resumes it
+	// (unless it had begun replying).
+	if journaled && !errors.Is(ctx.Err(), context.Canceled) {
+		if err := r.Journal.Done(item.ID); err != nil {
+			log.Error().Err(err).Msg("journal: recording the end of a run")
+		}
+	}
+	ev.finished(out.Result, out.Err, time.Since(started).Milliseconds())
+	if job.OnDone != nil {
+		job.OnDone(out)
+	}
+}
+
+// run runs the agent and the fallback. A panic in the run becomes a failed
+// outcome: one bad turn must not leave its caller waiting forever.
+func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runEvents, log zerolog.Logger) (out ingress.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error().Interface("panic", p).Str("stack", string(debug.Stack())).Msg("run panicked")
+			out = ingress.Outcome{Result: agent.AgentResult{ToolCalls: []agent.ToolCallRecord{}}, Err: errors.New("run crashed")}
+		}
+	}()
+	job := item.Value
+	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
+		ChatKey:      item.ChatKey,
+		Instructions: job.Instructions,
+		OnStep: func(ctx context.Context, step agent.StepEvent) {
+			ev.step(ctx, step)
+			if job.OnStep != nil {
+				job.OnStep(ctx, step)
+			}
+		},
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("run failed")
+	}
+	out = ingress.Outcome{Result: res, Err: err}
+	sent, ferr := r.Deliverer.SendFinalOutputIfNeeded(ctx, res.Output, res.Delivered, log)
+	if ferr != nil {
+		log.Error().Err(ferr).Msg("final-output fallback failed")
+	}
+	out.FallbackSent = sent
+	if sent {
+		ev.fallback(res.Output)
+	}
+	log.Info().Bool("success", res.Success).Int("toolCalls", len(res.ToolCalls)).
+		Bool("delivered", res.Delivered).Bool("fallback", sent).Msg("run finished")
+	return out
+}

@@ -1,0 +1,329 @@
+package ingress
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/queue"
+)
+
+// Job is what the queue carries for one turn: where the message came from,
+// what to run, and who waits for the outcome.
+type Job struct {
+	Request      dispatch.RequestContext
+	Instructions string
+	// OnDone, when set, is called once with the outcome of the run (the
+	// API waits on it); OnStep sees every step of the run (streaming).
+	OnDone func(Outcome)
+	OnStep func(ctx context.Context, ev agent.StepEvent)
+	// Journaled says the job is in the pending-work journal, which the
+	// runner then keeps up to date.
+	Journaled bool
+}
+
+// Outcome is how a queued message ended.
+type Outcome struct {
+	Result agent.AgentResult
+	// Err is the run's error, if any (Result.Output then holds one short
+	// line fit for the user).
+	Err error
+	// FallbackSent says the final-output fallback delivered Result.Output.
+	FallbackSent bool
+}
+
+// Queue is the one global queue of turns.
+type Queue = queue.Queue[Job]
+
+// Ticket says where an accepted message stands.
+type Ticket struct {
+	queue.Ticket
+	// Limited is set for a message logged but not queued because its
+	// sender is over the per-user rate limit.
+	Limited bool
+}
+
+// Options configure an Ingress.
+type Options struct {
+	Store *chat.Store
+	Queue *Queue
+	// Journal, when set, records accepted work durably.
+	Journal *journal.Journal
+	// Limiter, when set, caps how fast one user of a chat is answered
+	// (AcceptOnce, i.e. platform messages).
+	Limiter *UserLimiter
+	Logger  zerolog.Logger
+}
+
+// Ingress is the path every message takes: it is logged in the ChatStore
+// first, then queued for the one runtime.
+type Ingress struct {
+	store   *chat.Store
+	queue   *Queue
+	journal *journal.Journal
+	limiter *UserLimiter
+	log     zerolog.Logger
+
+	// seen holds recently accepted (chatKey, messageId) pairs; older ones
+	// are still recognised through the ChatStore (see AcceptOnce).
+	seen *lru.Cache[string, struct{}]
+	boot string // names this process's runs (see nextID)
+	n    atomic.Uint64
+}
+
+// seenMax bounds the in-memory set of recently accepted messages.
+const seenMax = 50_000
+
+// New returns an Ingress; Store and Queue are required.
+func New(opts Options) *Ingress {
+	seen, _ := lru.New[string, struct{}](seenMax) // fails only for a size ≤ 0
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return &Ingress{
+		store: opts.Store, queue: opts.Queue, journal: opts.Journal, limiter: opts.Limiter, log: opts.Logger,
+		seen: seen, boot: hex.EncodeToString(b),
+	}
+}
+
+// nextID names a run uniquely across restarts: the journal outlives a
+// process, and a new process must not reuse an earlier one's ids.
+func (in *Ingress) nextID() string {
+	return fmt.Sprintf("m-%s-%d", in.boot, in.n.Add(1))
+}
+
+// Submission is one message handed to Accept.
+type Submission struct {
+	// ID names the run (the requestId in logs); "" picks a new one.
+	ID      string
+	Channel string
+	ChatKey string
+	Message IncomingChatMessage
+	// Meta is kept in the log entry (platform details).
+	Meta map[string]any
+	// Prepare, when set, is called once the message is known to be new and
+	// to be answered, just before it is logged; what it returns replaces
+	// Message.Text. Platforms download media here, so a re-delivery or a
+	// rate-limited message never costs a download.
+	Prepare func(ctx context.Context, text string) string
+	// OnDone, when set, is called once with the outcome of the run.
+	OnDone func(Outcome)
+	// OnStep, when set, sees every step of the run.
+	OnStep func(ctx context.Context, ev agent.StepEvent)
+	// DeferSync is for channels whose acknowledgement is the answer itself
+	// (the HTTP API): the user entry's fsync is left to the reply's, and
+	// waited for before OnDone, so a turn costs one fsync instead of two.
+	// Platforms that acknowledge on Accept must leave it false.
+	DeferSync bool
+}
+
+// Request is where a reply to s goes.
+func (s Submission) Request() dispatch.RequestContext {
+	m := s.Message
+	return dispatch.RequestContext{
+		Channel: s.Channel, ChatID: m.ChatID, MessageThreadID: m.MessageThreadID, ThreadID: m.ThreadID,
+		ChatKey: s.ChatKey, UserID: m.UserID, ChatType: m.ChatType, Username: m.Username, MessageID: m.MessageID,
+	}
+}
+
+// Accept logs the message as a user entry and queues it. When Accept
+// returns, the message is durable (in the pending-work journal, or in the
+// ChatStore when there is no journal), so a platform may be acknowledged.
+// When the queue refuses it, the refusal is logged next to it and the
+// error (wrapping queue.ErrQueueFull or queue.ErrQueueStopped) returned for
+// a "busy" reply.
+func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
+	if s.Prepare != nil {
+		s.Message.Text = s.Prepare(ctx, s.Message.Text)
+	}
+	return in.enqueue(ctx, s, true)
+}
+
+// enqueue journals and queues s, first logging it as a user entry when
+// logUser (a crash leftover already has its entry).
+func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Ticket, error) {
+	if s.ID == "" {
+		s.ID = in.nextID()
+	}
+	journaled := in.journal != nil && !s.DeferSync
+	var pending *chat.Pending
+	if logUser {
+		e, err := userEntry(s)
+		if err != nil {
+			return Ticket{}, err
+		}
+		if s.DeferSync || journaled {
+			_, pending, err = in.store.AppendDeferred(ctx, e)
+		} else {
+			_, err = in.store.Append(ctx, e)
+		}
+		if err != nil {
+			return Ticket{}, fmt.Errorf("recording message: %w", err)
+		}
+	}
+	req := s.Request()
+	if journaled {
+		// The journal record is what makes the message durable (recovery
+		// restores a lost log entry from it): one fsync, not two.
+		if pending != nil {
+			pending.Release()
+			pending = nil
+		}
+		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text}); err != nil {
+			return Ticket{}, fmt.Errorf("recording message: %w", err)
+		}
+	}
+	onDone := s.OnDone
+	if pending != nil {
+		onDone = func(o Outcome) {
+			if err := pending.Wait(); err != nil {
+				in.log.Error().Err(err).Str("chatKey", s.ChatKey).Msg("syncing user message")
+				if o.Err == nil {
+					o.Err = fmt.Errorf("syncing user message: %w", err)
+				}
+			}
+			if s.OnDone != nil {
+				s.OnDone(o)
+			}
+		}
+	}
+	t, err := in.queue.Enqueue(queue.Item[Job]{ID: s.ID, ChatKey: s.ChatKey, Value: Job{
+		Request: req, Instructions: s.Message.Text, OnDone: onDone, OnStep: s.OnStep, Journaled: journaled,
+	}})
+	if err != nil {
+		if pending != nil {
+			_ = pending.Wait() // the refusal below is fsynced anyway
+		}
+		if journaled {
+			_ = in.journal.Done(s.ID)
+		}
+		in.logRefusal(ctx, req, err)
+		return Ticket{}, fmt.Errorf("queueing message: %w", err)
+	}
+	return Ticket{Ticket: t}, nil
+}
+
+// logRefusal leaves a system entry next to a message the queue refused, so
+// the log says why it was not answered (and a re-delivery is not run).
+func (in *Ingress) logRefusal(ctx context.Context, req dispatch.RequestContext, err error) {
+	if _, lerr := in.store.Append(ctx, chat.ChatLogEntryV1{
+		Channel: req.Channel, ChatID: req.ChatID, ChatKey: req.ChatKey, MessageID: req.MessageID,
+		Role: chat.RoleSystem, Text: "not answered: " + err.Error(),
+	}); lerr != nil {
+		in.log.Error().Err(lerr).Str("chatKey", req.ChatKey).Msg("logging refused message")
+	}
+}
+
+// Record logs a message as a user entry without queueing it: unaddressed
+// group messages are kept so chat_load_history sees the whole conversation.
+func (in *Ingress) Record(ctx context.Context, s Submission) error {
+	e, err := userEntry(s)
+	if err != nil {
+		return err
+	}
+	if _, err := in.store.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording message: %w", err)
+	}
+	return nil
+}
+
+// Remember marks a platform message as taken, so a re-delivery of it is a
+// duplicate. Recovery remembers every message the journal held, whether it
+// runs again or not.
+func (in *Ingress) Remember(chatKey, messageID string) {
+	if messageID != "" {
+		in.seen.Add(seenKey(chatKey, messageID), struct{}{})
+	}
+}
+
+// Resume queues a message the journal held at start-up: accepted before a
+// crash, never finished. Its log entry is restored if the crash lost it.
+func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
+	in.Remember(it.ChatKey, it.Request.MessageID)
+	if err := in.restoreUserEntry(ctx, it); err != nil {
+		in.log.Error().Err(err).Str("chatKey", it.ChatKey).Msg("recovery: restoring the message in the chat log")
+	}
+	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
+		Request: it.Request, Instructions: it.Text, Journaled: true,
+	}})
+	if err != nil {
+		return fmt.Errorf("queueing an interrupted message: %w", err)
+	}
+	return nil
+}
+
+// restoreUserEntry appends the message to its chat log when the crash lost
+// it (the journal, not the log, made it durable).
+func (in *Ingress) restoreUserEntry(ctx context.Context, it journal.Item) error {
+	if it.Request.MessageID != "" {
+		recent, err := in.store.Recent(ctx, it.ChatKey, historyCheck)
+		if err != nil {
+			return err
+		}
+		for _, en := range recent {
+			if en.Role == chat.RoleUser && en.MessageID == it.Request.MessageID {
+				return nil
+			}
+		}
+	}
+	r := it.Request
+	_, err := in.store.Append(ctx, chat.ChatLogEntryV1{
+		Channel: r.Channel, ChatID: r.ChatID, ChatKey: it.ChatKey, UserID: r.UserID,
+		MessageID: r.MessageID, Role: chat.RoleUser, Text: it.Text, Meta: map[string]any{"restored": true},
+	})
+	return err
+}
+
+func userEntry(s Submission) (chat.ChatLogEntryV1, error) {
+	if s.ChatKey == "" {
+		return chat.ChatLogEntryV1{}, fmt.Errorf("recording message: %w", chat.ErrInvalidChatKey)
+	}
+	m := s.Message
+	return chat.ChatLogEntryV1{
+		Channel:   s.Channel,
+		ChatID:    m.ChatID,
+		ChatKey:   s.ChatKey,
+		UserID:    m.UserID,
+		MessageID: m.MessageID,
+		Role:      chat.RoleUser,
+		Text:      m.Text,
+		Meta:      withPlatformMeta(s.Meta, m),
+	}, nil
+}
+
+func withPlatformMeta(meta map[string]any, m IncomingChatMessage) map[string]any {
+	out := make(map[string]any, len(meta)+3)
+	for k, v := range meta {
+		out[k] = v
+	}
+	if m.ChatType != "" {
+		out["chatType"] = m.ChatType
+	}
+	if m.MessageThreadID != 0 {
+		out["messageThreadId"] = m.MessageThreadID
+	}
+	if m.ThreadID != "" {
+		out["threadId"] = m.ThreadID
+	}
+	if m.Username != "" {
+		out["username"] = m.Username
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// IsBusy reports whether err means the queue cannot take the message now.
+func IsBusy(err error) bool {
+	return errors.Is(err, queue.ErrQueueFull) || errors.Is(err, queue.ErrQueueStopped)
+}
