@@ -9,6 +9,7 @@ require (
 	github.com/google/renameio/v2 v2.0.2
 	github.com/gorilla/websocket v1.5.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/joho/godotenv v1.5.1
 	github.com/larksuite/oapi-sdk-go/v3 v3.12.0
 	github.com/mattn/go-isatty v0.0.20
 	github.com/rs/zerolog v1.35.1
@@ -16,6 +17,7 @@ require (
 	github.com/tencent-connect/botgo v0.2.1
 	github.com/tmc/langchaingo v0.1.14
 	golang.org/x/oauth2 v0.30.0
+	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.16.0
 )
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/google/renameio/v2"
 )
 
 // seenMax is how many event ids are remembered. Feishu re-pushes an event
@@ -74,13 +76,10 @@ func (s *seenEvents) load() error {
 	return nil
 }
 
+// rewrite replaces the file with the remembered ids, atomically.
 func (s *seenEvents) rewrite() error {
-	tmp := s.path + ".tmp"
 	data := strings.Join(s.order, "\n") + "\n"
-	if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
-		return fmt.Errorf("feishu: compacting event log: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
+	if err := renameio.WriteFile(s.path, []byte(data), 0o600); err != nil {
 		return fmt.Errorf("feishu: compacting event log: %w", err)
 	}
 	return nil

@@ -39,13 +39,15 @@ func (a *Adapter) onMessage(p *dto.WSPayload, kind string, m *dto.Message) error
 	}
 	// The event id catches a re-delivery at once, commands included; the
 	// message id (AcceptOnce, through the ChatStore) also across restarts.
-	if p.EventID != "" && !a.events.add(p.EventID) {
-		a.log.Debug().Str("eventId", p.EventID).Msg("re-delivered qq event ignored")
-		return nil
+	if p.EventID != "" {
+		if known, _ := a.events.ContainsOrAdd(p.EventID, struct{}{}); known {
+			a.log.Debug().Str("eventId", p.EventID).Msg("re-delivered qq event ignored")
+			return nil
+		}
 	}
 	err := a.handleMessage(ctx, p, kind, m)
 	if err != nil && p.EventID != "" {
-		a.events.remove(p.EventID)
+		a.events.Remove(p.EventID)
 	}
 	return err
 }

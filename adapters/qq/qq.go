@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
 	"github.com/tencent-connect/botgo"
 	"github.com/tencent-connect/botgo/dto"
@@ -95,7 +96,7 @@ type Adapter struct {
 	status  adapters.StatusBox
 	tokens  *tokenSource
 	seqs    seqCounter
-	events  recentSet // event ids already handled
+	events  *lru.Cache[string, struct{}] // event ids already handled
 	hookKey ed25519.PrivateKey
 	hook    *dto.Session // what webhook payloads carry, to route them here
 
@@ -178,10 +179,14 @@ func New(opts Options) (*Adapter, error) {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	log := opts.Logger.With().Str("channel", chat.ChannelQQ).Logger()
+	// Re-deliveries concern recent events; older ones are still caught
+	// through the ChatStore (Host.Accept).
+	events, _ := lru.New[string, struct{}](10_000) // fails only for a size ≤ 0
 	a := &Adapter{
 		opts:    opts,
 		log:     log,
 		hookKey: signingKey(opts.WebhookSecret),
+		events:  events,
 		hook:    &dto.Session{AppID: opts.AppID},
 	}
 	a.tokens = newTokenSource(opts.AppID, opts.AppSecret, opts.TokenBase, opts.HTTPClient, log, a.backoff)
@@ -221,6 +226,7 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 	defer func() {
 		cancel()
 		a.workers.Stop() // busy notes and the token refresher
+		a.tokens.close()
 		if err != nil {
 			a.status.Set(chat.ChannelQQ, "failed", err.Error())
 		} else {

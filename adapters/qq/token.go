@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/shipmyagent/ship/adapters"
 )
@@ -40,7 +41,13 @@ type tokenSource struct {
 	log                zerolog.Logger
 	backoff            func(attempt int) time.Duration
 
-	mu   sync.Mutex // held while fetching, so callers share one fetch
+	// base bounds every fetch: close cancels it at shutdown, so no fetch
+	// outlives the adapter. Concurrent fetches share one request.
+	base  context.Context
+	close context.CancelFunc
+	group singleflight.Group
+
+	mu   sync.Mutex // guards tok and life
 	tok  *oauth2.Token
 	life time.Duration // expires_in of the current token
 }
@@ -57,18 +64,41 @@ func (e *tokenError) Error() string {
 }
 
 func newTokenSource(appID, secret, base string, client *http.Client, log zerolog.Logger, backoff func(int) time.Duration) *tokenSource {
-	return &tokenSource{appID: appID, secret: secret, url: base + "/app/getAppAccessToken", client: client, log: log, backoff: backoff}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tokenSource{
+		appID: appID, secret: secret, url: base + "/app/getAppAccessToken", client: client, log: log, backoff: backoff,
+		base: ctx, close: cancel,
+	}
 }
 
 // Token returns the current token, fetching a new one when there is none or
-// it is about to expire.
+// it is about to expire. botgo asks it before every call, without a
+// context: the fetch ends at the latest when the source is closed.
 func (t *tokenSource) Token() (*oauth2.Token, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.tok != nil && time.Until(t.tok.Expiry) > min(expirySafety, t.life/4) {
-		return t.tok, nil
+		tok := t.tok
+		t.mu.Unlock()
+		return tok, nil
 	}
-	return t.fetchLocked(context.Background())
+	t.mu.Unlock()
+	return t.fetch(t.base)
+}
+
+// fetch gets a new token from the endpoint and caches it. Callers that
+// come while a request is under way share it (singleflight); each stops
+// waiting when its own ctx ends.
+func (t *tokenSource) fetch(ctx context.Context) (*oauth2.Token, error) {
+	ch := t.group.DoChan("token", func() (any, error) { return t.request(t.base) })
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*oauth2.Token), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("qq token request: %w", ctx.Err())
+	}
 }
 
 // invalidate drops the cached token after QQ rejected it, so the next call
@@ -83,9 +113,7 @@ func (t *tokenSource) invalidate() {
 // with backoff until ctx ends. Credentials QQ rejects are final.
 func (t *tokenSource) first(ctx context.Context, retrying func(error)) error {
 	for attempt := 0; ; attempt++ {
-		t.mu.Lock()
-		_, err := t.fetchLocked(ctx)
-		t.mu.Unlock()
+		_, err := t.fetch(ctx)
 		if err == nil {
 			return nil
 		}
@@ -110,9 +138,7 @@ func (t *tokenSource) refreshLoop(ctx context.Context) {
 			return
 		}
 		for attempt := 0; ; attempt++ {
-			t.mu.Lock()
-			_, err := t.fetchLocked(ctx)
-			t.mu.Unlock()
+			_, err := t.fetch(ctx)
 			if err == nil {
 				break
 			}
@@ -142,8 +168,8 @@ func (t *tokenSource) untilRefresh() time.Duration {
 	return max(time.Until(t.tok.Expiry)-margin, floor)
 }
 
-// fetchLocked asks the token endpoint for a token and caches it.
-func (t *tokenSource) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
+// request asks the token endpoint for a token and caches it.
+func (t *tokenSource) request(ctx context.Context) (*oauth2.Token, error) {
 	body, _ := json.Marshal(map[string]string{"appId": t.appID, "clientSecret": t.secret})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
@@ -177,11 +203,13 @@ func (t *tokenSource) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 		return nil, &tokenError{status: resp.StatusCode, message: "expires_in is not a positive number"}
 	}
 	life := time.Duration(secs) * time.Second
+	tok := &oauth2.Token{AccessToken: r.AccessToken, TokenType: tokenType, Expiry: time.Now().Add(life), ExpiresIn: secs}
+	t.mu.Lock()
 	renewed := t.tok == nil || t.tok.AccessToken != r.AccessToken
-	t.tok = &oauth2.Token{AccessToken: r.AccessToken, TokenType: tokenType, Expiry: time.Now().Add(life), ExpiresIn: secs}
-	t.life = life
+	t.tok, t.life = tok, life
+	t.mu.Unlock()
 	if renewed {
 		t.log.Debug().Dur("expiresIn", life).Msg("qq access token renewed")
 	}
-	return t.tok, nil
+	return tok, nil
 }

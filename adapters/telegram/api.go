@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/renameio/v2"
+
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 )
 
@@ -136,24 +138,22 @@ func (a *api) download(ctx context.Context, fileID, dst string, maxBytes int64) 
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return 0, fmt.Errorf("telegram download: %w", err)
 	}
-	tmp := dst + ".part"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	// A half-written file never appears under dst: the model is only
+	// told of complete downloads.
+	out, err := renameio.NewPendingFile(dst, renameio.WithPermissions(0o600))
 	if err != nil {
 		return 0, fmt.Errorf("telegram download: %w", err)
 	}
+	defer out.Cleanup() // after a successful replace it does nothing
 	n, err := io.Copy(out, io.LimitReader(resp.Body, maxBytes+1))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil && n > maxBytes {
 		err = fmt.Errorf("file over the %d byte limit", maxBytes)
 	}
-	if err != nil {
-		os.Remove(tmp)
-		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
+	if err == nil {
+		err = out.CloseAtomicallyReplace()
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return 0, fmt.Errorf("telegram download: %w", err)
+	if err != nil {
+		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
 	}
 	return n, nil
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/google/renameio/v2"
+
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/shipmyagent/ship/adapters"
@@ -127,7 +129,8 @@ func (a *Adapter) loadOffset() (int64, error) {
 	return f.Offset, nil
 }
 
-// saveOffset replaces the offset file atomically (write, fsync, rename).
+// saveOffset replaces the offset file atomically (renameio: write, fsync,
+// rename), so a crash leaves the old offset or the new one, never a torn one.
 func (a *Adapter) saveOffset(offset int64) error {
 	if a.opts.CacheDir == "" {
 		return nil
@@ -136,22 +139,7 @@ func (a *Adapter) saveOffset(offset int64) error {
 		return fmt.Errorf("saving telegram offset: %w", err)
 	}
 	b, _ := json.Marshal(offsetFile{Offset: offset})
-	tmp := a.offsetPath() + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("saving telegram offset: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, a.offsetPath())
-	}
-	if err != nil {
+	if err := renameio.WriteFile(a.offsetPath(), b, 0o600); err != nil {
 		return fmt.Errorf("saving telegram offset: %w", err)
 	}
 	return nil

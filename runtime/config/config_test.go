@@ -87,7 +87,7 @@ func TestBadInputIsAClearErrorWithoutSecrets(t *testing.T) {
 		"bad durability":  {file: `{"store": {"durability": "sometimes"}}`, want: "store.durability"},
 		"bad port":        {env: "SHIP_PORT=http", want: "SHIP_PORT"},
 		"bad level":       {env: "SHIP_LOG_LEVEL=loud", want: "SHIP_LOG_LEVEL"},
-		"bad dotenv line": {file: "", env: "", want: ".env line 2"},
+		"bad dotenv line": {file: "", env: "", want: ".env is not a list of KEY=VALUE lines"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

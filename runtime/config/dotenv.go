@@ -1,50 +1,27 @@
 package config
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
+
+	"github.com/joho/godotenv"
 )
 
-// readDotEnv parses KEY=VALUE lines (with optional "export ", quotes and
-// # comments). A missing file is no error.
+// readDotEnv parses a .env file (KEY=VALUE lines, optional "export ",
+// quotes and # comments). A missing file is no error.
 func readDotEnv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, nil
 	}
+	vals, err := godotenv.Read(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", EnvFileName, err)
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+			return nil, fmt.Errorf("reading %s: %w", EnvFileName, err)
 		}
-		line = strings.TrimPrefix(line, "export ")
-		key, val, ok := strings.Cut(line, "=")
-		key = strings.TrimSpace(key)
-		if !ok || key == "" || strings.ContainsAny(key, " \t") {
-			// The line may hold a secret: name only its number.
-			return nil, fmt.Errorf("%w: %s line %d is not KEY=VALUE", ErrInvalid, EnvFileName, n)
-		}
-		val = strings.TrimSpace(val)
-		if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
-			val = val[1 : len(val)-1]
-		} else if i := strings.Index(val, " #"); i >= 0 {
-			val = strings.TrimSpace(val[:i])
-		}
-		out[key] = val
+		// godotenv quotes the offending text, which may be a secret: say
+		// only what is wrong.
+		return nil, fmt.Errorf("%w: %s is not a list of KEY=VALUE lines; fix the line that is not", ErrInvalid, EnvFileName)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", EnvFileName, err)
-	}
-	return out, nil
+	return vals, nil
 }
