@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 )
-
-// errUsage marks an error whose message already says how to fix it, so it is
-// printed alone, without the usage text.
-var errUsage = errors.New("usage")
 
 // run executes the command line and returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -80,7 +80,7 @@ func TestTokenEndpoint(t *testing.T) {
 		t.Errorf("with two hours left the same token comes back: %q %q (%d calls)", a, b, s.TokenCalls())
 	}
 	short := start(t, Options{TokenLifetime: time.Second})
-	if token(t, short) == token(t, short) {
+	if first, second := token(t, short), token(t, short); first == second {
 		t.Error("a token within 60 s of expiry is replaced")
 	}
 }

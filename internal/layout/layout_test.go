@@ -1,0 +1,100 @@
+// Package layout_test keeps the package graph the way the README draws it:
+// the core under runtime/ knows nothing of platforms, tools or the HTTP
+// server; platforms see the core only through the adapters contract and the
+// ingress and dispatch types; the queue knows nothing of what it carries.
+package layout_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/shipmyagent/ship"
+
+// pkg is one package of the module with its imports.
+type pkg struct {
+	direct []string // module packages it imports itself
+	deps   []string // module packages it depends on, transitively
+}
+
+// graph lists the module's packages (tests excluded: they may wire
+// anything together).
+func graph(t *testing.T) map[string]pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	ours := func(list string) []string {
+		var keep []string
+		for _, p := range strings.Fields(list) {
+			if p == module || strings.HasPrefix(p, module+"/") {
+				keep = append(keep, strings.TrimPrefix(strings.TrimPrefix(p, module), "/"))
+			}
+		}
+		return keep
+	}
+	g := map[string]pkg{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.Split(line, "|")
+		if len(parts) != 3 {
+			t.Fatalf("unexpected go list line %q", line)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(parts[0], module), "/")
+		g[name] = pkg{direct: ours(parts[1]), deps: ours(parts[2])}
+	}
+	if len(g) < 10 {
+		t.Fatalf("go list found only %d packages", len(g))
+	}
+	return g
+}
+
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+func TestCoreImportsNoPlatformToolOrServer(t *testing.T) {
+	for name, p := range graph(t) {
+		if !under(name, "runtime") {
+			continue
+		}
+		for _, d := range p.deps {
+			if under(d, "adapters") || under(d, "tools") || under(d, "server") {
+				t.Errorf("%s depends on %s", name, d)
+			}
+		}
+	}
+}
+
+func TestPlatformsSeeOnlyTheContract(t *testing.T) {
+	allowed := []string{"adapters", "adapters/split", "runtime/ingress", "runtime/dispatch", "runtime/chat", "runtime/config"}
+	g := graph(t)
+	for _, name := range []string{"adapters/telegram", "adapters/feishu", "adapters/qq"} {
+		p, ok := g[name]
+		if !ok {
+			t.Fatalf("package %s not found", name)
+		}
+		for _, d := range p.direct {
+			if !slices.Contains(allowed, d) {
+				t.Errorf("%s imports %s; platforms may import only %v", name, d, allowed)
+			}
+		}
+		for _, d := range p.deps {
+			if under(d, "runtime/engine") || under(d, "server") || under(d, "tools") {
+				t.Errorf("%s depends on %s", name, d)
+			}
+		}
+	}
+}
+
+func TestQueueKnowsNothingOfWhatItCarries(t *testing.T) {
+	p, ok := graph(t)["runtime/queue"]
+	if !ok {
+		t.Fatal("package runtime/queue not found")
+	}
+	for _, d := range p.deps {
+		if under(d, "runtime/agent") || under(d, "runtime/chat") {
+			t.Errorf("runtime/queue depends on %s", d)
+		}
+	}
+}
