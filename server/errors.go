@@ -7,7 +7,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Error codes of the {"error":{"code","message"}} body (DESIGN §6). Clients
+// Error codes of the {"error":{"code","message"}} body (see README: HTTP API). Clients
 // branch on the code, so these strings are a contract.
 const (
 	codeInvalidInput     = "INVALID_INPUT"

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/shipmyagent/ship/runtime/chat"
 )
 
 const (
 	defaultChatID = "default"
-	maxChatIDLen  = 128
 	// maxIDChars bounds userId and messageId: they are stored in every log
 	// entry of the turn and are ids, not content.
 	maxIDChars = 256
@@ -134,12 +135,13 @@ func validateExecute(req executeRequest, maxChars int) (executeInput, *inputErro
 
 	in.chatID = defaultChatID
 	if req.ChatID != nil {
-		if !validChatID(*req.ChatID) {
-			return in, invalid("chatId must be 1 to %d characters of A-Z a-z 0-9 . _ : @ -", maxChatIDLen)
-		}
 		in.chatID = *req.ChatID
 	}
-	in.chatKey = "api:chat:" + in.chatID
+	key, err := chat.APIChatKey(in.chatID)
+	if err != nil {
+		return in, invalid("chatId must be 1 to %d characters of A-Z a-z 0-9 . _ : @ -", chat.MaxAPIChatIDLen)
+	}
+	in.chatKey = key
 
 	user, actor := deref(req.UserID), deref(req.ActorID)
 	if user != "" && actor != "" && user != actor {
@@ -168,24 +170,6 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-// validChatID keeps chat ids to characters that are safe in a chatKey, a
-// file name and a log line alike.
-func validChatID(id string) bool {
-	if id == "" || len(id) > maxChatIDLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '_', c == ':', c == '@', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // checkID validates an optional id: "" means absent.

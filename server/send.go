@@ -10,7 +10,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
-// sendRequest is the body of POST /api/send (seeds/003).
+// sendRequest is the body of POST /api/send (see README: HTTP API).
 type sendRequest struct {
 	UserMessageID  *string    `json:"userMessageId"`
 	Message        *string    `json:"message"`

@@ -13,7 +13,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
-// History loading limits (DESIGN.md §3).
+// History loading limits of chat_load_history.
 const (
 	DefaultHistoryLimit = 30
 	MaxHistoryLimit     = 200

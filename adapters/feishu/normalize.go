@@ -9,7 +9,8 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 )
 
-// chatKey is DESIGN.md §3's key: a thread is a conversation of its own.
+// chatKey names a Feishu chat (feishu:chat:<id>); a thread is a conversation
+// of its own (…:thread:<id>).
 func chatKey(chatID, threadID string) string {
 	if threadID != "" {
 		return "feishu:chat:" + chatID + ":thread:" + threadID

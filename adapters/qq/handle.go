@@ -84,7 +84,7 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 }
 
 // normalize maps an event to the message the core sees and its chatKey
-// (DESIGN §3). Guild DMs are keyed by the DM session's guild id, which is
+// (qq:<kind>:<id>). Guild DMs are keyed by the DM session's guild id, which is
 // also where replies go: qq:dm:<guild_id>.
 func normalize(kind string, m *dto.Message) (ingress.IncomingChatMessage, string) {
 	in := ingress.IncomingChatMessage{ChatType: kind, MessageID: m.ID}

@@ -119,7 +119,7 @@ func (t *tokenSource) first(ctx context.Context, retrying func(error)) error {
 		}
 		var te *tokenError
 		if errors.As(err, &te) && te.status < 500 && te.status != http.StatusTooManyRequests {
-			return fmt.Errorf("qq: QQ refused to issue an access token (%v): check QQ_APP_ID, QQ_APP_SECRET and QQ_TOKEN_BASE", err)
+			return fmt.Errorf("qq: QQ refused to issue an access token (check QQ_APP_ID, QQ_APP_SECRET and QQ_TOKEN_BASE): %w", err)
 		}
 		t.log.Warn().Err(err).Msg("getting a qq access token failed; retrying")
 		retrying(err)

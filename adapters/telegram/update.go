@@ -11,7 +11,7 @@ import (
 )
 
 // topicFields are what tgbotapi v5.5.1 does not know about forum topics;
-// every update is decoded a second time into this (notes/sdk.md).
+// every update is decoded a second time into this.
 type topicFields struct {
 	Message *struct {
 		MessageThreadID int64 `json:"message_thread_id"`
@@ -53,7 +53,8 @@ func decodeUpdate(raw json.RawMessage) (update, error) {
 	return out, nil
 }
 
-// chatKey follows DESIGN.md §3: a forum topic is a chat of its own.
+// chatKey names a Telegram chat (telegram:chat:<id>); a forum topic is a
+// chat of its own (…:topic:<thread id>).
 func chatKey(chatID, threadID int64, isTopic bool) string {
 	key := "telegram:chat:" + strconv.FormatInt(chatID, 10)
 	if isTopic && threadID != 0 {

@@ -1,4 +1,4 @@
-// Command load is ship's whole-process load run (DESIGN.md §8): it starts
+// Command load is ship's whole-process load run (BENCHMARKS.md): it starts
 // the real ship binary against an in-process, zero-latency fake of the
 // OpenAI API and measures start-up time, memory, and the latency and
 // throughput of POST /api/execute. It prints Markdown for BENCHMARKS.md.

@@ -20,7 +20,7 @@ import (
 )
 
 // exitBudget is how long a ship process may take to exit after SIGTERM
-// (DESIGN.md §11).
+// (what service managers allow).
 const exitBudget = 10 * time.Second
 
 // proc is a running `ship start`.

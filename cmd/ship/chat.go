@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shipmyagent/ship/internal/shipclient"
+	"github.com/shipmyagent/ship/runtime/chat"
 )
 
 // defaultChatURL is where `ship start` listens unless told otherwise.
@@ -74,19 +75,22 @@ type chatSession struct {
 	client *shipclient.Client
 	url    string
 	chatID string
+	// chatKey is the chat's key in the api channel (api:chat:<chatID>).
+	chatKey string
 }
 
 func runChat(ctx context.Context, cmd *cobra.Command, f chatFlags) error {
 	url := firstNonEmpty(f.url, os.Getenv("SHIP_URL"), defaultChatURL)
 	token := firstNonEmpty(f.token, os.Getenv("SHIP_API_TOKEN"))
-	if !validChatID(f.chat) {
-		return fmt.Errorf("--chat %q: use 1 to 128 characters of A-Z a-z 0-9 . _ : @ -", f.chat)
+	key, err := chat.APIChatKey(f.chat)
+	if err != nil {
+		return fmt.Errorf("--chat %w", err)
 	}
 	client, err := shipclient.New(shipclient.Options{BaseURL: url, Token: token, HTTPClient: newChatHTTPClient()})
 	if err != nil {
 		return fmt.Errorf("--url: %w", err)
 	}
-	s := chatSession{client: client, url: client.BaseURL(), chatID: f.chat}
+	s := chatSession{client: client, url: client.BaseURL(), chatID: f.chat, chatKey: key}
 
 	in, out := cmd.InOrStdin(), cmd.OutOrStdout()
 	if !f.plain && isTerminal(in) && isTerminal(out) {
@@ -120,7 +124,7 @@ func (s chatSession) status(ctx context.Context) (*shipclient.Status, error) {
 func (s chatSession) messages(ctx context.Context, n int) ([]shipclient.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return s.client.Messages(ctx, shipclient.ChatKey(s.chatID), n)
+	return s.client.Messages(ctx, s.chatKey, n)
 }
 
 // healthy checks GET /health within healthTimeout.
@@ -163,23 +167,6 @@ func firstNonEmpty(vals ...string) string {
 		}
 	}
 	return ""
-}
-
-// validChatID mirrors the server's rule, so a bad --chat is named before
-// the first message instead of failing every turn.
-func validChatID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '_', c == ':', c == '@', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // writeLines prints lines to w, one per line.

@@ -197,11 +197,11 @@ func historyLines(msgs []shipclient.Message, now time.Time) []string {
 
 // infoLines describes the connection for /info; st is nil when the server
 // could not be asked.
-func infoLines(baseURL, chatID string, st *shipclient.Status, stErr error) []string {
+func infoLines(baseURL, chatID, chatKey string, st *shipclient.Status, stErr error) []string {
 	out := []string{
 		"url      " + baseURL,
 		"chat     " + chatID,
-		"chatKey  " + shipclient.ChatKey(chatID),
+		"chatKey  " + chatKey,
 	}
 	if st == nil {
 		return append(out, "server   "+describeErr(stErr))

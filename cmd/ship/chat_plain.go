@@ -142,7 +142,7 @@ func (p *plainChat) handle(ctx context.Context, line string) (quit bool, fatal e
 		if errors.Is(err, shipclient.ErrUnauthorized) {
 			return false, p.setupError(err)
 		}
-		writeLines(p.out, infoLines(p.url, p.chatID, st, err)...)
+		writeLines(p.out, infoLines(p.url, p.chatID, p.chatKey, st, err)...)
 	case "history":
 		msgs, err := p.messages(ctx, cmd.n)
 		if err != nil {

@@ -163,7 +163,7 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case healthMsg:
 		return m, m.healthChecked(msg.err)
 	case infoMsg:
-		for _, l := range infoLines(m.s.url, m.s.chatID, msg.st, msg.err) {
+		for _, l := range infoLines(m.s.url, m.s.chatID, m.s.chatKey, msg.st, msg.err) {
 			m.out.println(l)
 		}
 		if errors.Is(msg.err, shipclient.ErrUnauthorized) {

@@ -72,7 +72,7 @@ func crashSeed(t *testing.T) int64 {
 // points while a steady stream of Telegram messages from 50 chats arrives,
 // restarts it in the same project folder, and checks against the fake
 // Telegram's records that every message was answered exactly once, in
-// order per chat (DESIGN.md §7; §11 Restart and Crash recovery). A message
+// order per chat (README: Reliability). A message
 // "marked failed" in ship's log counts as settled, and is reported apart.
 func TestE2ECrashRecovery(t *testing.T) {
 	const token = "4242:e2e-crash-token"

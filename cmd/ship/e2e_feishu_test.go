@@ -67,7 +67,7 @@ func TestE2EFeishu(t *testing.T) {
 	})
 
 	// SIGTERM closes the websocket: ship exits 0 (stop's hang guard is the
-	// 10 s DESIGN.md allows).
+	// 10 s a service manager allows).
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d", code)
 	}

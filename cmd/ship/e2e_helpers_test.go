@@ -28,7 +28,7 @@ import (
 // assertion: reaching it means something hangs, and the test says what.
 const hangGuard = 15 * time.Second
 
-// exitGuard is how long a stopping process may take (DESIGN.md §11: 10 s).
+// exitGuard is how long a stopping process may take (10 s, what service managers allow).
 const exitGuard = 10 * time.Second
 
 // shipBin is the binary under test, built once by TestMain.

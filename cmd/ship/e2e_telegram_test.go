@@ -56,7 +56,7 @@ func TestE2ETelegram(t *testing.T) {
 	}
 
 	// SIGTERM ends the held long poll: ship exits 0 (stop's hang guard
-	// is the 10 s DESIGN.md allows).
+	// is the 10 s a service manager allows).
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d", code)
 	}

@@ -29,7 +29,7 @@ or an existing empty folder:
 
   Agent.md    your standing instructions to the agent (edit freely; re-read on every message)
   ship.json   settings; secrets are "${VAR}" references read from the environment or .env
-  .ship/      state: chat logs, caches, logs
+  .ship/      state: chat logs, caches, logs (with a .gitignore that keeps them out of git)
 
 Environment variables always win over ship.json. init refuses to overwrite an existing
 Agent.md or ship.json unless --force is given.`,
@@ -64,6 +64,12 @@ the user writes in. When you are unsure, say so instead of guessing.
 <!-- ship re-reads this file on every message: edit it to change how the agent behaves. -->
 `
 
+// stateGitignore keeps everything under .ship/ out of git but the file itself.
+const stateGitignore = `# ship's state: chat logs, caches, downloads and logs. Never commit them.
+*
+!.gitignore
+`
+
 func runInit(cmd *cobra.Command, dir string, f initFlags) error {
 	if f.provider != "" {
 		if err := (llm.Config{Provider: f.provider, APIKey: "x"}).Validate(); errors.Is(err, llm.ErrUnknownProvider) {
@@ -92,6 +98,14 @@ func runInit(cmd *cobra.Command, dir string, f initFlags) error {
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	// Chat logs, caches and downloads hold what people wrote: they must not
+	// end up in the repository of a project kept in git.
+	ignore := filepath.Join(dir, config.StateDir, ".gitignore")
+	if _, err := os.Stat(ignore); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(ignore, []byte(stateGitignore), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", ignore, err)
 		}
 	}
 	w := cmd.OutOrStdout()

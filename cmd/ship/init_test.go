@@ -23,10 +23,14 @@ func TestInitWritesALoadableProjectAndRefusesToOverwrite(t *testing.T) {
 	if code, _, stderr := runCLI(t, "init", dir, "--provider", "offline", "--telegram"); code != 0 {
 		t.Fatalf("init: exit %d: %s", code, stderr)
 	}
-	for _, name := range []string{"Agent.md", "ship.json", ".ship/chats"} {
+	for _, name := range []string{"Agent.md", "ship.json", ".ship/chats", ".ship/.gitignore"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s missing: %v", name, err)
 		}
+	}
+	// The state folder keeps chat logs out of the user's git repository.
+	if b, _ := os.ReadFile(filepath.Join(dir, ".ship", ".gitignore")); !strings.Contains(string(b), "\n*\n") {
+		t.Errorf(".ship/.gitignore = %q, want it to ignore everything", b)
 	}
 	cfg, err := config.Load(dir, func(k string) (string, bool) {
 		if k == "TELEGRAM_BOT_TOKEN" {

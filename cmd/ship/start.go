@@ -32,7 +32,7 @@ type startFlags struct {
 }
 
 // shutdownBudget keeps the whole shutdown under the 10 s that service
-// managers and DESIGN.md §11 allow.
+// managers allow.
 const shutdownBudget = 8 * time.Second
 
 func newStartCmd() *cobra.Command {

@@ -1,5 +1,5 @@
-// Package shipclient talks to a running ship over its HTTP API (DESIGN.md
-// §6): it runs turns with POST /api/execute and reads their streamed events,
+// Package shipclient talks to a running ship over its HTTP API: it runs turns
+// with POST /api/execute and reads their streamed events,
 // reads a chat's messages, the server's status and its liveness. It is the
 // client side of `ship chat`.
 package shipclient
@@ -85,9 +85,6 @@ func New(opts Options) (*Client, error) {
 
 // BaseURL returns the server URL the client talks to.
 func (c *Client) BaseURL() string { return c.base.String() }
-
-// ChatKey is the chatKey of an API chat id, as the server forms it.
-func ChatKey(chatID string) string { return "api:chat:" + chatID }
 
 // Status is the part of GET /api/status a client shows.
 type Status struct {

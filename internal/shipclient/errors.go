@@ -11,7 +11,7 @@ import (
 var ErrUnauthorized = errors.New("unauthorized")
 
 // APIError is an answer of the server that was not a success: a status with
-// the {"error":{"code","message"}} body of DESIGN.md §6.
+// the {"error":{"code","message"}} body of the HTTP API.
 type APIError struct {
 	Status  int
 	Code    string // e.g. INVALID_INPUT; "" when the body was not the error shape

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Event types of a run (seeds/003).
+// Event types of a run, as the server streams them.
 const (
 	TypeUserMessageRouted = "user_message_routed"
 	TypeTaskStarted       = "task_started"

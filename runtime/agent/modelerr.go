@@ -75,7 +75,7 @@ func backoff(base time.Duration, attempt int) time.Duration {
 
 // isToolCallDelta tells streamed tool-call fragments from model text: the
 // langchaingo OpenAI client passes both to the streaming callback, the
-// former as the JSON of the delta array (notes/sdk.md).
+// former as the JSON of the delta array (a langchaingo v0.1.14 quirk).
 func isToolCallDelta(chunk []byte) bool {
 	if len(chunk) < 2 || chunk[0] != '[' || chunk[1] != '{' {
 		return false

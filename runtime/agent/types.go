@@ -52,7 +52,7 @@ type ToolCallRecord struct {
 	Output string         `json:"output"`
 }
 
-// AgentResult is the outcome of a run (seeds/002 §2.10).
+// AgentResult is the outcome of a run; /api/execute answers with it.
 type AgentResult struct {
 	Success   bool             `json:"success"`
 	Output    string           `json:"output"`

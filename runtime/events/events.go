@@ -1,5 +1,5 @@
 // Package events carries what happens during runs to whoever watches: the
-// typed events of seeds/003 (task_started, content, ability_request, …)
+// typed events of the event stream (task_started, content, ability_request, …)
 // published on a Bus that SSE clients subscribe to.
 package events
 
@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 )
 
-// Event types (seeds/003).
+// Event types of the stream; their names are a contract with clients.
 const (
 	TypeTaskStarted       = "task_started"
 	TypeUserMessageRouted = "user_message_routed"
@@ -51,7 +51,7 @@ type Event struct {
 	ErrorMessage string // error
 }
 
-// InvokeResult is the outcome of an ability call, in the seeds/003 union
+// InvokeResult is the outcome of an ability call, in the stream's union
 // shape: {type: success, result} | {type: error, error} | {type:
 // invalid-ability|invalid-input|unknown-failure, message}.
 type InvokeResult struct {

@@ -40,7 +40,7 @@ func TestLimitText(t *testing.T) {
 
 func TestLimitTextDefaultsToMaxMessageChars(t *testing.T) {
 	if ingress.MaxMessageChars != 10_000 {
-		t.Fatalf("MaxMessageChars = %d, want 10000 (seeds/000)", ingress.MaxMessageChars)
+		t.Fatalf("MaxMessageChars = %d, want 10000 (the API's limit too)", ingress.MaxMessageChars)
 	}
 	exact := strings.Repeat("é", ingress.MaxMessageChars)
 	for _, max := range []int{0, -1} {

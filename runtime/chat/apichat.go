@@ -1,0 +1,37 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxAPIChatIDLen bounds the chat id of the api channel.
+const MaxAPIChatIDLen = 128
+
+// ErrInvalidChatID is returned by APIChatKey for a chat id that is empty,
+// too long or has a character outside A-Z a-z 0-9 . _ : @ -.
+var ErrInvalidChatID = errors.New("chat id must be 1 to 128 characters of A-Z a-z 0-9 . _ : @ -")
+
+// APIChatKey is the chatKey of chat id in the api channel (api:chat:<id>),
+// the one rule the HTTP API and `ship chat` share.
+func APIChatKey(id string) (string, error) {
+	if id == "" || len(id) > MaxAPIChatIDLen {
+		return "", fmt.Errorf("%q: %w", truncate(id, 32), ErrInvalidChatID)
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.', c == '_', c == ':', c == '@', c == '-':
+		default:
+			return "", fmt.Errorf("%q: %w", truncate(id, 32), ErrInvalidChatID)
+		}
+	}
+	return ChannelAPI + ":chat:" + id, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
