@@ -130,7 +130,10 @@ func (a *Adapter) connectOnce(ctx context.Context, url string) (*dto.Session, er
 }
 
 // dial is botgo's Connect, which takes no context, made to give up when ctx
-// ends; a connection that succeeds after that is closed at once.
+// ends; a connection that succeeds after that is closed at once. The
+// goroutine left waiting for Connect is the one an adapter does not hand to
+// its Workers on purpose: nothing can cancel botgo's dial, and shutdown must
+// not wait out its 45 s handshake timeout. It touches nothing but cl.
 func dial(ctx context.Context, cl websocket.WebSocket) error {
 	done := make(chan error, 1)
 	go func() { done <- cl.Connect() }()

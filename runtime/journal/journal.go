@@ -35,6 +35,7 @@ type Journal struct {
 	f       *os.File
 	size    int64
 	pending map[string]*Item
+	seq     uint64 // the last Item.seq handed out
 
 	written atomic.Uint64
 	syncMu  sync.Mutex
@@ -51,6 +52,11 @@ type Item struct {
 	// Attempts counts runs started; Sends counts replies attempted.
 	Attempts int `json:"attempts,omitempty"`
 	Sends    int `json:"sends,omitempty"`
+
+	// seq is the item's place in the file: recovery must keep a chat's
+	// messages in the order they were accepted, even within one
+	// millisecond.
+	seq uint64
 }
 
 type journalRecord struct {
@@ -78,10 +84,9 @@ func Open(path string, durable bool) (*Journal, []Item, error) {
 		return nil, nil, err
 	}
 	items := make([]Item, 0, len(j.pending))
-	for _, it := range j.pending {
+	for _, it := range j.inOrder() {
 		items = append(items, *it)
 	}
-	sort.Slice(items, func(a, b int) bool { return items[a].Accepted < items[b].Accepted })
 	return j, items, nil
 }
 
@@ -114,6 +119,8 @@ func (j *Journal) apply(r journalRecord) {
 	case "add":
 		if r.Item != nil {
 			it := *r.Item
+			j.seq++
+			it.seq = j.seq
 			j.pending[r.ID] = &it
 		}
 	case "start":
@@ -139,7 +146,7 @@ func (j *Journal) rewrite() error {
 	defer pf.Cleanup() // after a successful replace it does nothing
 	w := bufio.NewWriter(pf)
 	var size int64
-	for _, it := range j.pending {
+	for _, it := range j.inOrder() {
 		b, _ := json.Marshal(journalRecord{Op: "add", ID: it.ID, Item: it})
 		n, _ := w.Write(append(b, '\n'))
 		size += int64(n)
@@ -164,6 +171,16 @@ func (j *Journal) rewrite() error {
 	}
 	j.size = size
 	return nil
+}
+
+// inOrder returns the unfinished items in the order they were added.
+func (j *Journal) inOrder() []*Item {
+	items := make([]*Item, 0, len(j.pending))
+	for _, it := range j.pending {
+		items = append(items, it)
+	}
+	sort.Slice(items, func(a, b int) bool { return items[a].seq < items[b].seq })
+	return items
 }
 
 // Add records an accepted message; it is durable when Add returns.

@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,5 +91,31 @@ func TestTornLastLineIsSkipped(t *testing.T) {
 	_, items, err = journal.Open(path, false)
 	if err != nil || len(items) != 2 {
 		t.Fatalf("after torn line and a new add: %+v, %v", items, err)
+	}
+}
+
+// Recovery runs a chat's messages again in the order they were accepted,
+// also when many were accepted within one millisecond.
+func TestReopenKeepsTheOrderOfAcceptance(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pending.jsonl")
+	j, _, err := journal.Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n {
+		if err := j.Add(item(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	_, items, err := journal.Open(path, false)
+	if err != nil || len(items) != n {
+		t.Fatalf("%d items, %v", len(items), err)
+	}
+	for i, it := range items {
+		if it.ID != fmt.Sprint(i) {
+			t.Fatalf("item %d is %s: recovery would run messages out of order", i, it.ID)
+		}
 	}
 }
