@@ -37,6 +37,8 @@ type EngineOptions struct {
 	// (0 → the runtime's default).
 	RetryBackoff time.Duration
 	Logger       zerolog.Logger
+	// MaxTokens caps each model answer (0 → the runtime's default).
+	MaxTokens int
 }
 
 // Engine is ship's core wired together: one ChatStore, one runtime with the
@@ -73,6 +75,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		Stream:       opts.Stream,
 		RetryBackoff: opts.RetryBackoff,
 		Logger:       opts.Logger,
+		MaxTokens:    opts.MaxTokens,
 	})
 	if err != nil {
 		_ = store.Close()
