@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,4 +309,23 @@ func TestAnthropicEmptyAnswerEndsTheRun(t *testing.T) {
 			t.Errorf("model called %d times, want 2", n)
 		}
 	})
+}
+
+// TestAnthropicOverloadedIsRetried: Anthropic's 529 overloaded_error, as
+// langchaingo reports it, counts as transient and is retried.
+func TestAnthropicOverloadedIsRetried(t *testing.T) {
+	var calls atomic.Int32
+	r := newRig(t, rigOptions{handler: func(req fakeanthropic.Request) fakeanthropic.Response {
+		if calls.Add(1) == 1 {
+			return fakeanthropic.Response{Status: 529}
+		}
+		return fakeanthropic.EchoChatSend(req)
+	}})
+	o := r.ask("hi")
+	if o.err != nil || !o.res.Delivered {
+		t.Fatalf("run: %+v %v", o.res, o.err)
+	}
+	if got := r.shown(); len(got) != 1 || got[0] != "echo: hi" || r.fake.RequestCount() != 2 {
+		t.Errorf("user saw %q after %d calls", got, r.fake.RequestCount())
+	}
 }
