@@ -122,6 +122,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 			Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency, RunTimeout: cfg.RunTimeout(),
 		},
 		SegmentBytes: cfg.Store.SegmentBytes,
+		MaxTokens:    cfg.LLM.MaxTokens,
 		// Streaming lets SSE clients and `ship chat` see replies as the
 		// model writes them.
 		Stream: true,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/llm"
 )
 
 // Options configure a Runtime. Model is required; the rest has defaults.
@@ -27,6 +28,8 @@ type Options struct {
 	History     HistoryLimits
 	MaxSteps    int // model calls per run; 0 → 30
 	MaxInjected int // history messages a run may inject; 0 → 120
+	// MaxTokens caps each model answer (max_tokens); 0 → llm.DefaultMaxTokens.
+	MaxTokens int
 	// Stream asks the model to stream its text, which is passed to OnStep
 	// as text_delta events.
 	Stream bool
@@ -63,6 +66,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.MaxInjected <= 0 {
 		opts.MaxInjected = DefaultMaxInjected
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = llm.DefaultMaxTokens
 	}
 	if opts.ModelRetries == 0 {
 		opts.ModelRetries = 2
@@ -151,11 +157,10 @@ const maxContextRetries = 3
 func (l *loop) run(ctx context.Context) (AgentResult, error) {
 	l.res.ToolCalls = []ToolCallRecord{}
 	for step := 1; step <= l.r.opts.MaxSteps; step++ {
-		resp, err := l.generate(ctx, step)
+		choice, err := l.generate(ctx, step)
 		if err != nil {
 			return l.fail(err)
 		}
-		choice := resp.Choices[0]
 		if choice.Content != "" {
 			l.res.Output = choice.Content
 			l.emit(ctx, StepEvent{Type: StepText, Step: step, Text: choice.Content})
@@ -200,9 +205,10 @@ func (l *loop) fail(err error) (AgentResult, error) {
 }
 
 // generate calls the model once, retrying transient errors with backoff and
-// shrinking the history on a context-length error.
-func (l *loop) generate(ctx context.Context, step int) (*llms.ContentResponse, error) {
-	opts := []llms.CallOption{llms.WithTools(l.r.toolDefs)}
+// shrinking the history on a context-length error. It returns the answer's
+// choices merged into one (see mergeChoices).
+func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, error) {
+	opts := []llms.CallOption{llms.WithTools(l.r.toolDefs), llms.WithMaxTokens(l.r.opts.MaxTokens)}
 	if l.r.opts.Stream && l.in.OnStep != nil {
 		calls := toolCallStream{}
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
@@ -225,8 +231,9 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentResponse, e
 			if len(resp.Choices) == 0 {
 				return nil, errors.New("model returned no choices")
 			}
-			l.countUsage(resp.Choices[0].GenerationInfo)
-			return resp, nil
+			choice := mergeChoices(resp)
+			l.countUsage(choice.GenerationInfo)
+			return choice, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -253,7 +260,10 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentResponse, e
 	}
 }
 
-// countUsage adds the token counts langchaingo reports in GenerationInfo.
+// countUsage adds the token counts langchaingo reports in GenerationInfo:
+// PromptTokens/CompletionTokens from OpenAI-style clients,
+// InputTokens/OutputTokens from Anthropic (whose prompt also counts the
+// tokens written to and read from its prompt cache).
 func (l *loop) countUsage(info map[string]any) {
 	n := func(k string) int {
 		switch v := info[k].(type) {
@@ -266,8 +276,8 @@ func (l *loop) countUsage(info map[string]any) {
 		}
 		return 0
 	}
-	l.res.Usage.PromptTokens += n("PromptTokens")
-	l.res.Usage.CompletionTokens += n("CompletionTokens")
+	l.res.Usage.PromptTokens += n("PromptTokens") + n("InputTokens") + n("CacheCreationInputTokens") + n("CacheReadInputTokens")
+	l.res.Usage.CompletionTokens += n("CompletionTokens") + n("OutputTokens")
 }
 
 func (l *loop) dropOldestHalf() {

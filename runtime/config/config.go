@@ -290,6 +290,13 @@ func applyEnv(cfg *Config, lookup LookupEnv) error {
 		}
 		cfg.Server.Port = p
 	}
+	if v, ok := lookup("LLM_MAX_TOKENS"); ok && v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%w: LLM_MAX_TOKENS=%q is not a whole number of tokens", ErrInvalid, v)
+		}
+		cfg.LLM.MaxTokens = n
+	}
 	if v, ok := lookup("QQ_SANDBOX"); ok && v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -354,6 +361,10 @@ func (c *Config) validate() error {
 	case "", "HTML", "MarkdownV2", "Markdown":
 	default:
 		return fmt.Errorf("%w: adapters.telegram.parseMode %q must be HTML, MarkdownV2, Markdown or empty", ErrInvalid, c.Adapters.Telegram.ParseMode)
+	}
+	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > llm.MaxMaxTokens {
+		return fmt.Errorf("%w: llm.maxTokens (LLM_MAX_TOKENS) is %d; it must be between 1 and %d (default %d)",
+			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
 	}
 	if c.Queue.Concurrency > 64 {
 		return fmt.Errorf("%w: queue.concurrency %d is above 64", ErrInvalid, c.Queue.Concurrency)

@@ -87,6 +87,9 @@ func TestBadInputIsAClearErrorWithoutSecrets(t *testing.T) {
 		"bad durability":  {file: `{"store": {"durability": "sometimes"}}`, want: "store.durability"},
 		"bad port":        {env: "SHIP_PORT=http", want: "SHIP_PORT"},
 		"bad level":       {env: "SHIP_LOG_LEVEL=loud", want: "SHIP_LOG_LEVEL"},
+		"bad max tokens":  {env: "LLM_MAX_TOKENS=lots", want: "LLM_MAX_TOKENS"},
+		"negative tokens": {file: `{"llm": {"maxTokens": -5}}`, want: "llm.maxTokens"},
+		"huge max tokens": {env: "LLM_MAX_TOKENS=1000000", want: "between 1 and 128000"},
 		"bad dotenv line": {file: "", env: "", want: ".env is not a list of KEY=VALUE lines"},
 	}
 	for name, c := range cases {
@@ -110,5 +113,20 @@ func TestBadInputIsAClearErrorWithoutSecrets(t *testing.T) {
 				t.Errorf("error leaks a secret: %v", err)
 			}
 		})
+	}
+}
+
+func TestMaxTokens(t *testing.T) {
+	cfg, err := Load(t.TempDir(), envOf(nil))
+	if err != nil || cfg.LLM.MaxTokens != llm.DefaultMaxTokens {
+		t.Fatalf("default maxTokens = %d, %v; want %d", cfg.LLM.MaxTokens, err, llm.DefaultMaxTokens)
+	}
+	dir := t.TempDir()
+	write(t, dir, FileName, `{"llm": {"maxTokens": 16000}}`)
+	if cfg, err = Load(dir, envOf(nil)); err != nil || cfg.LLM.MaxTokens != 16000 {
+		t.Fatalf("ship.json maxTokens = %d, %v", cfg.LLM.MaxTokens, err)
+	}
+	if cfg, err = Load(dir, envOf(map[string]string{"LLM_MAX_TOKENS": "4096"})); err != nil || cfg.LLM.MaxTokens != 4096 {
+		t.Fatalf("LLM_MAX_TOKENS over ship.json: %d, %v", cfg.LLM.MaxTokens, err)
 	}
 }

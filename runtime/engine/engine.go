@@ -51,7 +51,9 @@ type Options struct {
 	// RetryBackoff is the first wait before a failed model call is retried
 	// (0 → the runtime's default).
 	RetryBackoff time.Duration
-	Logger       zerolog.Logger
+	// MaxTokens caps each model answer (0 → the runtime's default).
+	MaxTokens int
+	Logger    zerolog.Logger
 }
 
 // Engine is ship's core wired together.
@@ -106,6 +108,7 @@ func New(opts Options) (*Engine, error) {
 		History:      opts.History,
 		Stream:       opts.Stream,
 		RetryBackoff: opts.RetryBackoff,
+		MaxTokens:    opts.MaxTokens,
 		Logger:       opts.Logger,
 	})
 	if err != nil {

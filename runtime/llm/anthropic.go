@@ -2,8 +2,10 @@ package llm
 
 import (
 	"context"
+	"errors"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
 )
 
 // oneCallPerMessage adapts the tool loop's messages to langchaingo's
@@ -11,12 +13,21 @@ import (
 // assistant message with text and several tool calls would lose all but
 // the text. It rewrites such a message into one assistant message per tool
 // call, each followed by its result, which the Anthropic API accepts.
+//
+// It also takes an answer with no content blocks for what it is: Claude
+// may answer a tool result with nothing to add (stop_reason end_turn and
+// "content": []), which langchaingo reports as anthropic.ErrEmptyResponse;
+// that becomes one empty choice instead of a failed call.
 type oneCallPerMessage struct {
 	llms.Model
 }
 
 func (m *oneCallPerMessage) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	return m.Model.GenerateContent(ctx, splitToolCalls(msgs), opts...)
+	resp, err := m.Model.GenerateContent(ctx, splitToolCalls(msgs), opts...)
+	if errors.Is(err, anthropic.ErrEmptyResponse) && ctx.Err() == nil {
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{StopReason: "end_turn"}}}, nil
+	}
+	return resp, err
 }
 
 func splitToolCalls(msgs []llms.MessageContent) []llms.MessageContent {

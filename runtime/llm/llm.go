@@ -31,7 +31,19 @@ type Config struct {
 	BaseURL  string        `json:"baseUrl,omitempty"` // OpenAI-style base that already ends in /v1
 	APIKey   string        `json:"apiKey,omitempty"`
 	Timeout  time.Duration `json:"-"` // per model call; 0 → 120 s
+
+	// MaxTokens caps the length of each model answer, in tokens; the
+	// runtime sends it with every call (agent.Options.MaxTokens). 0 →
+	// DefaultMaxTokens.
+	MaxTokens int `json:"maxTokens,omitempty"`
 }
+
+// Answer length bounds. Without a max_tokens of its own langchaingo asks
+// Anthropic for at most 2,048 tokens, which cuts long answers short.
+const (
+	DefaultMaxTokens = 8192
+	MaxMaxTokens     = 128_000
+)
 
 // Default model names when none is configured.
 const (
@@ -72,6 +84,9 @@ func (c Config) Normalized() Config {
 	c.BaseURL = strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
 	if c.Timeout <= 0 {
 		c.Timeout = 120 * time.Second
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = DefaultMaxTokens
 	}
 	return c
 }

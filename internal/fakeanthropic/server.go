@@ -1,0 +1,287 @@
+package fakeanthropic
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	messagesPath = "/v1/messages"
+	maxBodyBytes = 32 << 20
+	// DefaultMaxOutputTokens is the largest max_tokens accepted unless
+	// Options say otherwise (Claude Sonnet 4.5's limit).
+	DefaultMaxOutputTokens = 64000
+)
+
+// Options configures StartWithOptions.
+type Options struct {
+	// APIKey, when set, makes every request whose x-api-key header differs
+	// fail with 401. Without it any non-empty key is accepted; a missing
+	// header always fails, as in the real API.
+	APIKey string
+	// MaxOutputTokens is the model's output limit: a larger max_tokens is
+	// rejected with the real API's error. 0 means DefaultMaxOutputTokens.
+	MaxOutputTokens int
+	// MaxRecorded, when positive, keeps only the most recent MaxRecorded
+	// requests for Requests. RequestCount still counts every request.
+	MaxRecorded int
+}
+
+// Server is a running fake. All methods are safe for concurrent use.
+type Server struct {
+	opts     Options
+	listener net.Listener
+	http     *http.Server
+	handler  atomic.Pointer[Handler]
+
+	reqIDs   atomic.Int64 // numbers req_fake<n>
+	messages atomic.Int64 // numbers msg_fake<n>
+	toolUses atomic.Int64 // numbers toolu_fake<n>
+
+	mu       sync.Mutex
+	requests []Request
+	count    int
+	active   map[net.Conn]bool // connections with a request being answered
+	closing  bool              // set by Close; later requests get 503
+	drained  chan struct{}     // closed once closing and no connection is active
+
+	closeOnce sync.Once
+	served    chan struct{} // closed when Serve returns
+}
+
+// Start starts a fake on 127.0.0.1 on a free port, answering with h
+// (EchoChatSend when h is nil).
+func Start(h Handler) (*Server, error) {
+	return StartWithOptions(h, Options{})
+}
+
+// StartWithOptions is Start with options.
+func StartWithOptions(h Handler, opts Options) (*Server, error) {
+	if opts.MaxOutputTokens <= 0 {
+		opts.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("fakeanthropic: listen: %w", err)
+	}
+	s := &Server{opts: opts, listener: ln, served: make(chan struct{}), drained: make(chan struct{}),
+		active: map[net.Conn]bool{}}
+	s.SetHandler(h)
+	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ConnState: s.connState,
+		ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.http.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return s, nil
+}
+
+// URL returns the server root, "http://127.0.0.1:PORT".
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// BaseURL returns "http://127.0.0.1:PORT/v1", the value for
+// anthropic.WithBaseURL (the client appends /messages).
+func (s *Server) BaseURL() string { return s.URL() + "/v1" }
+
+// SetHandler replaces the scripted model; nil means EchoChatSend. Requests
+// already being answered keep the handler they started with.
+func (s *Server) SetHandler(h Handler) {
+	if h == nil {
+		h = EchoChatSend
+	}
+	s.handler.Store(&h)
+}
+
+// Requests returns copies of the recorded requests in arrival order. Every
+// authenticated request whose body was valid JSON is recorded, including
+// ones then rejected for breaking the API's rules.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.requests
+	if n := s.opts.MaxRecorded; n > 0 && len(kept) > n {
+		kept = kept[len(kept)-n:]
+	}
+	out := make([]Request, len(kept))
+	for i, r := range kept {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// RequestCount returns how many requests have been recorded.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
+// Close stops accepting connections, waits for the requests being answered
+// to finish, then closes every connection. Requests that arrive on an open
+// connection meanwhile get 503. It is safe to call more than once.
+// (http.Server.Shutdown is not used: it waits for connections a client
+// dialled but never used, which the Go transport leaves behind.)
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.http.SetKeepAlivesEnabled(false)
+		_ = s.listener.Close()
+		s.mu.Lock()
+		s.closing = true
+		if len(s.active) == 0 {
+			close(s.drained)
+		}
+		s.mu.Unlock()
+		<-s.drained
+		_ = s.http.Close()
+		<-s.served
+	})
+}
+
+// connState tracks connections that are reading a request or writing a
+// response: a connection stays active until its response has been fully
+// sent, so Close never cuts one off.
+func (s *Server) connState(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state == http.StateActive {
+		if !s.closing || len(s.active) > 0 { // once drained, Close no longer waits
+			s.active[c] = true
+		}
+		return
+	}
+	if !s.active[c] {
+		return
+	}
+	delete(s.active, c)
+	if s.closing && len(s.active) == 0 {
+		close(s.drained)
+	}
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+func (s *Server) record(r Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count++
+	s.requests = append(s.requests, r.clone())
+	if n := s.opts.MaxRecorded; n > 0 && len(s.requests) >= 2*n {
+		s.requests = append([]Request(nil), s.requests[len(s.requests)-n:]...)
+	}
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	w.Header().Set("Request-Id", fmt.Sprintf("req_fake%d", s.reqIDs.Add(1)))
+	if s.isClosing() {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "api_error",
+			message: "The server is shutting down."})
+		return
+	}
+	if req.URL.Path != messagesPath || req.Method != http.MethodPost {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: "not_found_error", message: "Not Found"})
+		return
+	}
+	if e := s.checkHeaders(req); e != nil {
+		writeError(w, e)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, typ: "request_too_large",
+				message: "Request exceeds the maximum allowed number of bytes."})
+		}
+		return // otherwise the client went away
+	}
+	r, malformed, rejected := decodeRequest(body, s.opts.MaxOutputTokens)
+	if malformed != nil {
+		writeError(w, malformed)
+		return
+	}
+	r.Version = req.Header.Get("Anthropic-Version")
+	s.record(r)
+	if rejected != nil {
+		writeError(w, rejected)
+		return
+	}
+	s.answer(w, r)
+}
+
+// checkHeaders requires x-api-key (equal to Options.APIKey when set) and
+// anthropic-version, with the real API's errors.
+func (s *Server) checkHeaders(req *http.Request) *apiError {
+	key := req.Header.Get("X-Api-Key")
+	if key == "" {
+		return &apiError{status: http.StatusUnauthorized, typ: "authentication_error", message: "x-api-key header is required"}
+	}
+	if s.opts.APIKey != "" && subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.APIKey)) != 1 {
+		return &apiError{status: http.StatusUnauthorized, typ: "authentication_error", message: "invalid x-api-key"}
+	}
+	if req.Header.Get("Anthropic-Version") == "" {
+		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", message: "anthropic-version: header is required"}
+	}
+	return nil
+}
+
+// answer runs the handler on a copy of r and writes its response.
+func (s *Server) answer(w http.ResponseWriter, r Request) {
+	h := *s.handler.Load()
+	resp := h(r.clone())
+	if resp.Status != 0 && resp.Status != http.StatusOK {
+		writeError(w, responseError(resp))
+		return
+	}
+	rp := reply{id: fmt.Sprintf("msg_fake%d", s.messages.Add(1)), model: r.Model, stop: resp.StopReason,
+		blocks: []outBlock{}}
+	if resp.Text != "" {
+		text := resp.Text
+		rp.blocks = append(rp.blocks, outBlock{Type: "text", Text: &text})
+	}
+	for _, tu := range resp.ToolUses {
+		if tu.ID == "" {
+			tu.ID = fmt.Sprintf("toolu_fake%d", s.toolUses.Add(1))
+		}
+		if tu.Input == "" {
+			tu.Input = "{}"
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, []byte(tu.Input)); err != nil || compact.Bytes()[0] != '{' {
+			writeError(w, &apiError{status: http.StatusInternalServerError, typ: "api_error",
+				message: fmt.Sprintf("fakeanthropic: the handler's input for tool %q is not a JSON object", tu.Name)})
+			return
+		}
+		rp.blocks = append(rp.blocks, outBlock{Type: "tool_use", ID: tu.ID, Name: tu.Name, Input: compact.Bytes()})
+	}
+	if rp.stop == "" {
+		rp.stop = "end_turn"
+		if len(resp.ToolUses) > 0 {
+			rp.stop = "tool_use"
+		}
+	}
+	rp.usage = outUsage{InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens}
+	if rp.usage.InputTokens == 0 {
+		rp.usage.InputTokens = inputTokens(r)
+	}
+	if rp.usage.OutputTokens == 0 {
+		rp.usage.OutputTokens = outputTokens(resp)
+	}
+	if r.Stream {
+		writeStream(w, rp)
+	} else {
+		writeMessage(w, rp)
+	}
+}
