@@ -39,7 +39,10 @@ type Options struct {
 	ModelRetries int
 	RetryBackoff time.Duration
 	Now          func() time.Time
-	Logger       zerolog.Logger
+	// Gate, when set, decides which tools each run offers and whether each
+	// call may run.
+	Gate   Gate
+	Logger zerolog.Logger
 }
 
 // Runtime is the agent brain. One Runtime serves every chat; runs of
@@ -147,6 +150,7 @@ type loop struct {
 	hasChannel bool
 	log        zerolog.Logger
 
+	tools          []llms.Tool // offered in this run
 	res            AgentResult
 	lastDelivered  string
 	contextRetries int
@@ -156,6 +160,10 @@ const maxContextRetries = 3
 
 func (l *loop) run(ctx context.Context) (AgentResult, error) {
 	l.res.ToolCalls = []ToolCallRecord{}
+	l.tools = l.r.offeredTools(ctx)
+	if len(l.in.Preset) > 0 && l.runPreset(ctx) && l.hasChannel {
+		return l.finish(), nil
+	}
 	for step := 1; step <= l.r.opts.MaxSteps; step++ {
 		choice, err := l.generate(ctx, step)
 		if err != nil {
@@ -208,7 +216,7 @@ func (l *loop) fail(err error) (AgentResult, error) {
 // shrinking the history on a context-length error. It returns the answer's
 // choices merged into one (see mergeChoices).
 func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, error) {
-	opts := []llms.CallOption{llms.WithTools(l.r.toolDefs), llms.WithMaxTokens(l.r.opts.MaxTokens)}
+	opts := []llms.CallOption{llms.WithTools(l.tools), llms.WithMaxTokens(l.r.opts.MaxTokens)}
 	if l.r.opts.Stream && l.in.OnStep != nil {
 		calls := toolCallStream{}
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
@@ -309,6 +317,15 @@ func (l *loop) runTools(ctx context.Context, step int, choice *llms.ContentChoic
 			c.FunctionCall = &llms.FunctionCall{}
 		}
 		calls[i] = c
+	}
+	return l.runCalls(ctx, step, ai, calls)
+}
+
+// runCalls records one assistant message (ai plus the calls) and runs the
+// calls in order, each past the gate, and reports whether one of them
+// delivered text to the user.
+func (l *loop) runCalls(ctx context.Context, step int, ai llms.MessageContent, calls []llms.ToolCall) bool {
+	for _, c := range calls {
 		ai.Parts = append(ai.Parts, c)
 	}
 	l.ec.append(ai)
@@ -317,7 +334,7 @@ func (l *loop) runTools(ctx context.Context, step int, choice *llms.ContentChoic
 	for _, c := range calls {
 		name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
 		l.emit(ctx, StepEvent{Type: StepToolCall, Step: step, Tool: name, CallID: c.ID, Input: args})
-		res := l.callTool(ctx, name, args)
+		res := l.callTool(ctx, step, c.ID, name, args)
 		l.emit(ctx, StepEvent{Type: StepToolResult, Step: step, Tool: name, CallID: c.ID, Input: args, Output: res.Content, OK: res.OK})
 		l.ec.append(llms.MessageContent{
 			Role:  llms.ChatMessageTypeTool,
@@ -333,7 +350,7 @@ func (l *loop) runTools(ctx context.Context, step int, choice *llms.ContentChoic
 	return delivered
 }
 
-func (l *loop) callTool(ctx context.Context, name, args string) (res ToolResult) {
+func (l *loop) callTool(ctx context.Context, step int, callID, name, args string) (res ToolResult) {
 	t, ok := l.r.tools[name]
 	if !ok {
 		return errorResult(fmt.Sprintf("unknown tool %q", name))
@@ -343,6 +360,9 @@ func (l *loop) callTool(ctx context.Context, name, args string) (res ToolResult)
 	}
 	if !json.Valid([]byte(args)) {
 		return errorResult("arguments are not valid JSON")
+	}
+	if refused := l.gateCheck(ctx, step, callID, name, args); refused != nil {
+		return *refused
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -18,6 +18,8 @@ type AgentRunInput struct {
 	Instructions string
 	// OnStep, when set, sees every step of the run as it happens.
 	OnStep func(ctx context.Context, ev StepEvent)
+	// Preset calls run before the model's first answer (an approved call).
+	Preset []PresetCall
 }
 
 // Step event types.
@@ -29,7 +31,12 @@ const (
 	// so a client can show a reply while the model is still writing it.
 	StepToolCallDelta = "tool_call_delta"
 	StepToolCall      = "tool_call"   // the model asked for a tool
-	StepToolResult    = "tool_result" // the tool answered
+	StepToolResult    = "tool_result" // the tool answered (or was refused)
+	// StepPolicyRejected and StepApprovalRequired come between a tool_call
+	// and its tool_result when the gate did not let the call run; Text
+	// says why.
+	StepPolicyRejected   = RefusedByPolicy
+	StepApprovalRequired = RefusedPendingApproval
 )
 
 // StepEvent is one thing that happened during a run.
