@@ -150,9 +150,9 @@ func TestSendStreamsTheRunsEventsInOrder(t *testing.T) {
 			evs := sse.untilFinal(t)
 			// Unstreamed, the reply is shown once delivered: after the tool's
 			// answer. Streamed, it is shown while the model writes it.
-			want := "user_message_routed task_started ability_request ability_response content content-end task_completed"
+			want := "user_message_routed task_started ability_request tool_call ability_response tool_result content content-end task_completed"
 			if stream {
-				want = "user_message_routed task_started content content ability_request ability_response content-end task_completed"
+				want = "user_message_routed task_started content content ability_request tool_call ability_response tool_result content-end task_completed"
 			}
 			got := types(evs)
 			if !sameShape(got, want, stream) {

@@ -100,7 +100,7 @@ func (f *fakeShip) session(t *testing.T) chatSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return chatSession{client: c, url: c.BaseURL(), chatID: "t1"}
+	return chatSession{client: c, url: c.BaseURL(), chatID: "t1", chatKey: "api:chat:t1"}
 }
 
 // fakeClock is a clock that moves only when the code under test sleeps.

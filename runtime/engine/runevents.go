@@ -110,10 +110,25 @@ func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 		}
 	case agent.StepToolCall:
 		r.publish(events.Event{Type: events.TypeAbilityRequest, CallID: ev.CallID, AbilityID: ev.Tool, Input: ev.Input})
+		r.publish(events.Event{Type: events.TypeToolCall, CallID: ev.CallID, Tool: ev.Tool, Input: ev.Input})
+	case agent.StepPolicyRejected:
+		r.publish(events.Event{Type: events.TypePolicyRejected, CallID: ev.CallID, Tool: ev.Tool, Input: ev.Input, Reason: ev.Text})
+	case agent.StepApprovalRequired:
+		var out struct {
+			Code string `json:"approvalCode"`
+		}
+		_ = json.Unmarshal([]byte(ev.Output), &out)
+		r.publish(events.Event{Type: events.TypeApprovalRequired, CallID: ev.CallID, Tool: ev.Tool, Input: ev.Input,
+			Reason: ev.Text, ApprovalCode: out.Code})
 	case agent.StepToolResult:
 		idx := r.calls[ev.Step]
 		r.calls[ev.Step]++
 		r.publish(events.Event{Type: events.TypeAbilityResponse, CallID: ev.CallID, AbilityID: ev.Tool, Result: invokeResult(ev)})
+		done := events.Event{Type: events.TypeToolResult, CallID: ev.CallID, Tool: ev.Tool, Input: ev.Input, Output: ev.Output}
+		if !ev.OK {
+			done.Type = events.TypeToolError
+		}
+		r.publish(done)
 		if ev.Tool == dispatch.ChatSendTool {
 			r.replyDone(fmt.Sprintf("%d/%d", ev.Step, idx), ev)
 		}

@@ -16,6 +16,15 @@ const (
 	TypeAbilityResponse   = "ability_response"
 	TypeTaskCompleted     = "task_completed"
 	TypeError             = "error"
+
+	// Tool governance: every call is announced (tool_call) and ends in
+	// tool_result or tool_error; a call the policy refuses also gets
+	// policy_rejected, a call that waits for a person approval_required.
+	TypeToolCall         = "tool_call"
+	TypeToolResult       = "tool_result"
+	TypeToolError        = "tool_error"
+	TypeApprovalRequired = "approval_required"
+	TypePolicyRejected   = "policy_rejected"
 )
 
 // Event is one event of a run. Which fields are sent depends on Type; see
@@ -49,6 +58,12 @@ type Event struct {
 
 	ErrorCode    string // error
 	ErrorMessage string // error
+
+	Tool   string // tool_*, approval_required, policy_rejected
+	Output string // tool_result, tool_error: what the tool returned
+	Reason string // policy_rejected, approval_required: why it did not run
+	// ApprovalCode is the code a person approves with (approval_required).
+	ApprovalCode string
 }
 
 // InvokeResult is the outcome of an ability call, in the stream's union
@@ -107,6 +122,15 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		opt("userMessageId", e.UserMessageID)
 		m["errorCode"] = e.ErrorCode
 		m["errorMessage"] = e.ErrorMessage
+	case TypeToolCall, TypeToolResult, TypeToolError, TypeApprovalRequired, TypePolicyRejected:
+		// The run's task id is the requestId of ship's logs.
+		opt("requestId", e.TaskID)
+		m["callId"] = e.CallID
+		m["tool"] = e.Tool
+		m["input"] = e.Input
+		opt("output", e.Output)
+		opt("reason", e.Reason)
+		opt("approvalCode", e.ApprovalCode)
 	}
 	return json.Marshal(m)
 }
