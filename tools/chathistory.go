@@ -13,6 +13,9 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
+// ToolChatLoadHistory is the name of the history tool.
+const ToolChatLoadHistory = "chat_load_history"
+
 // History loading limits of chat_load_history.
 const (
 	DefaultHistoryLimit = 30
@@ -29,7 +32,7 @@ type ChatLoadHistory struct {
 // Definition describes chat_load_history to the model.
 func (t *ChatLoadHistory) Definition() llms.FunctionDefinition {
 	return llms.FunctionDefinition{
-		Name: "chat_load_history",
+		Name: ToolChatLoadHistory,
 		Description: "Load earlier messages of this chat into your context (they appear before the user's current message). " +
 			"Use it when the user refers to something you cannot see. With a keyword, searches the whole chat log instead of taking the latest messages.",
 		Parameters: map[string]any{
@@ -79,8 +82,9 @@ func (t *ChatLoadHistory) Call(ctx context.Context, args json.RawMessage) agent.
 			entries[i], entries[j] = entries[j], entries[i]
 		}
 	} else {
-		// One more than asked: the current message is in the log too.
-		entries, err = t.Store.Recent(ctx, req.ChatKey, limit+1)
+		// More than asked: the current message is in the log too, and so
+		// are entries that are not messages (system notes, reads of the log).
+		entries, err = t.Store.Recent(ctx, req.ChatKey, 2*limit+8)
 	}
 	if err != nil {
 		return failure(fmt.Sprintf("reading the chat log: %v", err))
@@ -88,13 +92,18 @@ func (t *ChatLoadHistory) Call(ctx context.Context, args json.RawMessage) agent.
 
 	msgs := make([]agent.HistoryMessage, 0, len(entries))
 	for _, e := range entries {
-		if e.Role != chat.RoleUser && e.Role != chat.RoleAssistant {
-			continue
+		switch {
+		case e.Role == chat.RoleTool && e.Meta["tool"] == ToolChatLoadHistory:
+			// Reading the log is no event of the conversation.
+		case e.Role == chat.RoleTool:
+			// What ran (or was refused) is part of what happened in the chat.
+			msgs = append(msgs, agent.HistoryMessage{Role: chat.RoleAssistant, Text: "[tool call] " + e.Text, TS: e.TS})
+		case e.Role != chat.RoleUser && e.Role != chat.RoleAssistant:
+		case req.MessageID != "" && e.MessageID == req.MessageID && e.Role == chat.RoleUser:
+			// The current message: the model already has it verbatim.
+		default:
+			msgs = append(msgs, agent.HistoryMessage{Role: e.Role, Text: e.Text, TS: e.TS})
 		}
-		if req.MessageID != "" && e.MessageID == req.MessageID && e.Role == chat.RoleUser {
-			continue // the current message: the model already has it verbatim
-		}
-		msgs = append(msgs, agent.HistoryMessage{Role: e.Role, Text: e.Text, TS: e.TS})
 	}
 	if len(msgs) > limit {
 		msgs = msgs[len(msgs)-limit:]

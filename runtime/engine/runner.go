@@ -26,7 +26,10 @@ type Runner struct {
 	Events *events.Bus
 	// Journal, when set, is kept up to date for journaled jobs.
 	Journal *journal.Journal
-	Log     zerolog.Logger
+	// Redact hides known secret values in what the chat log keeps of a
+	// tool call; nil keeps the text.
+	Redact func(string) string
+	Log    zerolog.Logger
 }
 
 type journaledRunKey struct{}
@@ -82,11 +85,14 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		}
 	}()
 	job := item.Value
+	audit := newAudit(r.Deliverer.Store, r.Redact, job.Request)
 	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
 		ChatKey:      item.ChatKey,
 		Instructions: job.Instructions,
+		Preset:       job.Preset,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			ev.step(ctx, step)
+			audit.step(ctx, step)
 			if job.OnStep != nil {
 				job.OnStep(ctx, step)
 			}

@@ -30,6 +30,9 @@ type Job struct {
 	// Journaled says the job is in the pending-work journal, which the
 	// runner then keeps up to date.
 	Journaled bool
+	// Preset calls run before the model's first answer: a call someone
+	// approved, run exactly as asked.
+	Preset []agent.PresetCall
 }
 
 // Outcome is how a queued message ended.
