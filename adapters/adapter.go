@@ -66,16 +66,9 @@ type (
 	// ButtonSender sends text with buttons; a press comes back as a
 	// message carrying the button's data.
 	ButtonSender interface {
-		SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []Button) error
+		SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []dispatch.Button) error
 	}
 )
-
-// Button is one button of a ButtonSender message.
-type Button struct {
-	Text string
-	// Data comes back when the button is pressed (at most 64 bytes).
-	Data string
-}
 
 // Status is an adapter's state as /api/status shows it.
 type Status struct {

@@ -19,6 +19,16 @@ type Dispatcher interface {
 	SendText(ctx context.Context, req RequestContext, text string) error
 }
 
+// Button is one button of a message sent with buttons (approve, deny):
+// platforms that can show buttons implement
+// SendButtons(ctx, req, text, []Button); a press comes back as the command
+// the button's Data holds.
+type Button struct {
+	Text string
+	// Data comes back when the button is pressed (at most 64 bytes).
+	Data string
+}
+
 // DispatcherFunc adapts a function to the Dispatcher interface.
 type DispatcherFunc func(ctx context.Context, req RequestContext, text string) error
 
