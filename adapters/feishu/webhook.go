@@ -57,8 +57,9 @@ var (
 
 // ServeHTTP takes Feishu's webhook calls at WebhookPath. Every call must be
 // signed with the encrypt key and no older than Feishu's retries go
-// (webhookRetryHorizon), else it gets 401 and changes nothing: the SDK's own handler checks signatures only when an encrypt key
-// is set, and answers a bad one with 500, which invites retries. The URL
+// (webhookRetryHorizon), else it gets 401 and changes nothing: the SDK's
+// own handler checks signatures only when an encrypt key is set, and
+// answers a bad one with 500, which invites retries. The URL
 // verification call, which Feishu does not sign, is answered when it
 // decrypts with the key (and carries the verification token, if set). The
 // event is recorded before the 200; the model never runs inside the call.
