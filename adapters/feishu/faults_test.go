@@ -38,6 +38,33 @@ func TestExpiredTokenIsRefreshedAndTheReplyStillArrives(t *testing.T) {
 	}
 }
 
+// 99991668 is another "invalid access token" answer, and the SDK does not
+// retry it by itself: the adapter drops the cached token, fetches a new one
+// and sends again, once.
+func TestRevokedTokenAnswered99991668IsRefreshedAndTheReplyStillArrives(t *testing.T) {
+	e := newEnv(t, setup{})
+	e.push(e.lk.P2PText("oc_v", "ou_ann", "before"))
+	e.waitSent(1)
+	issued, calls := e.lk.TokensIssued(), e.lk.Calls(fakelark.PathCreate)
+	e.lk.RevokeTokens()
+	e.push(e.lk.P2PText("oc_v", "ou_ann", "after"))
+	e.idle() // the message is queued before the ack
+	if sent := e.lk.Sent(); len(sent) != 2 || sent[1].Text != "echo: after" {
+		t.Fatalf("sent %+v, want the reply after the revocation", sent)
+	}
+	if n := e.lk.TokensIssued(); n != issued+1 {
+		t.Errorf("%d tokens issued, want one new token", n-issued)
+	}
+	if n := e.lk.Calls(fakelark.PathCreate); n != calls+2 {
+		t.Errorf("%d create calls, want 2 (the refusal and the retry)", n-calls)
+	}
+	for _, en := range e.entries("feishu:chat:oc_v") {
+		if en.Role == chat.RoleAssistant && en.Text != "echo: before" && en.Text != "echo: after" {
+			t.Errorf("unexpected reply logged: %q", en.Text)
+		}
+	}
+}
+
 func TestSendFailureIsReportedToTheModel(t *testing.T) {
 	e := newEnv(t, setup{})
 	e.lk.FailNext(fakelark.PathReply, 1, 230002, "Bot/User can NOT be out of the chat.")

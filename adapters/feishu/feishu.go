@@ -63,8 +63,10 @@ type Options struct {
 	// EncryptKey decrypts and authenticates webhook calls; required in
 	// webhook mode, where without it nothing proves a call came from Feishu.
 	EncryptKey string
-	// WebhookMaxAge is how old a webhook call's timestamp may be (either
-	// way) before it is refused as a replay. 0 → 5 min.
+	// WebhookMaxAge is the clock skew allowed on a webhook call's
+	// timestamp: a call from further in the future is refused, and one may
+	// be this much older than Feishu's retries go (8 h, see
+	// webhookRetryHorizon) before it is refused as a replay. 0 → 5 min.
 	WebhookMaxAge time.Duration
 	// BusyNote tells a chat its place in line when its message waits.
 	BusyNote bool

@@ -30,6 +30,7 @@ const (
 	codeMissingToken   = 99991661
 	codeInvalidToken   = 99991663 // tenant token invalid or expired
 	codeAppTokenBad    = 99991664
+	codeTokenInvalid   = 99991668 // "invalid access token"; the SDK does not retry it
 	codeAccessTokenBad = 99991671
 	codeMessageGone    = 230011 // the message replied to was withdrawn
 )
@@ -149,8 +150,7 @@ func classify(res apiResult, err error) outcome {
 		return outcomeOK
 	case isRateLimit(res.code, res.status):
 		return outcomeRateLimited
-	case res.code == codeInvalidToken || res.code == codeMissingToken ||
-		res.code == codeAppTokenBad || res.code == codeAccessTokenBad:
+	case isTokenInvalid(res.code):
 		return outcomeTokenInvalid
 	case res.code == codeMessageGone:
 		return outcomeTargetGone
@@ -158,6 +158,19 @@ func classify(res apiResult, err error) outcome {
 		return outcomeTransient
 	}
 	return outcomeFinal
+}
+
+// isTokenInvalid reports the answers that mean "this access token is no
+// good": the SDK's own list (99991663, 99991664, 99991671, which it retries
+// once with the SAME cached token), plus 99991661 and 99991668, which Lark's
+// own CLI also classes as missing/invalid tokens. Each makes the adapter drop
+// the cached token and retry once with a fresh one.
+func isTokenInvalid(code int) bool {
+	switch code {
+	case codeMissingToken, codeInvalidToken, codeAppTokenBad, codeTokenInvalid, codeAccessTokenBad:
+		return true
+	}
+	return false
 }
 
 func isRateLimit(code, status int) bool {

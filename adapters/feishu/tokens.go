@@ -13,8 +13,10 @@ import (
 // minus three minutes, but when the API answers 99991663 (invalid or expired
 // token: revoked, rotated secret, clock trouble) it retries once with the
 // SAME cached token and gives up, so every later call fails until the cache
-// entry runs out, up to two hours. Ship must be able to drop the cached
-// token, and the SDK offers no call for that: the seam is the token cache.
+// entry runs out, up to two hours (for 99991668, another "invalid access
+// token" answer, it does not even retry). Ship must be able to drop the
+// cached token, and the SDK offers no call for that: the seam is the token
+// cache.
 //
 // This is the one piece of package-level state, forced by the SDK:
 // larkcore keeps its token manager in a package variable, and

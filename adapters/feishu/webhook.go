@@ -19,6 +19,33 @@ import (
 // maxWebhookBody bounds a webhook call; events are a few KB.
 const maxWebhookBody = 1 << 20
 
+// webhookRetryHorizon is how old a signed call's timestamp may be.
+//
+// What Feishu does (open.feishu.cn/document/server-docs/event-subscription-
+// guide/overview, "事件推送"): a delivery not answered with HTTP 200 within
+// 3 s is re-sent 15 s, 5 min, 1 h and 6 h later (4 retries at most, "about
+// 7.1 hours"), with the same header.event_id; deliveries are at-least-once,
+// so a receiver must dedupe by event_id. The signature is
+// sha256(X-Lark-Request-Timestamp + X-Lark-Request-Nonce + encrypt key +
+// body) (".../encrypt-key-encryption-configuration-case"). Neither page sets
+// a freshness window or says whether a retry gets a new timestamp and nonce,
+// and the SDK checks no timestamp at all (VerifySign in
+// event/dispatcher/dispatcher.go of oapi-sdk-go v3.12.0 compares the
+// signature only). So a genuine retry may carry the first delivery's
+// timestamp, hours old; a 5-minute window refused every retry after the
+// first, and with it the event (a message sent while ship restarted was
+// never answered).
+//
+// Why a longer window is safe: the timestamp is signed, so without the
+// encrypt key no one can make a call with any timestamp; what the window
+// admits beyond 5 minutes is only a byte-for-byte replay of a call Feishu
+// really sent, of an event at most webhookRetryHorizon old. Such a replay
+// is a duplicate delivery, which the event-id set (seen.go, kept on disk)
+// and the chat log's message ids already make harmless: it is answered 200
+// and handled never again. Older calls, and calls from more than
+// WebhookMaxAge in the future, are refused as before.
+const webhookRetryHorizon = 8 * time.Hour
+
 // Why a webhook call is refused (logged, never sent back in detail).
 var (
 	errUnsigned     = errors.New("call is not signed")
@@ -29,9 +56,10 @@ var (
 )
 
 // ServeHTTP takes Feishu's webhook calls at WebhookPath. Every call must be
-// signed with the encrypt key and recent, else it gets 401 and changes
-// nothing: the SDK's own handler checks signatures only when an encrypt key
-// is set, and answers a bad one with 500, which invites retries. The URL
+// signed with the encrypt key and no older than Feishu's retries go
+// (webhookRetryHorizon), else it gets 401 and changes nothing: the SDK's
+// own handler checks signatures only when an encrypt key is set, and
+// answers a bad one with 500, which invites retries. The URL
 // verification call, which Feishu does not sign, is answered when it
 // decrypts with the key (and carries the verification token, if set). The
 // event is recorded before the 200; the model never runs inside the call.
@@ -92,7 +120,9 @@ type webhookPlain struct {
 }
 
 // verifyWebhook checks the signature and age of a call, decrypts it and
-// checks its verification token.
+// checks its verification token. A call may be as old as Feishu's retries
+// (see webhookRetryHorizon): its event id, not its age, keeps it from being
+// handled twice.
 func (a *Adapter) verifyWebhook(h http.Header, body []byte) (webhookPlain, error) {
 	var p webhookPlain
 	sig := h.Get("X-Lark-Signature")
@@ -102,7 +132,8 @@ func (a *Adapter) verifyWebhook(h http.Header, body []byte) (webhookPlain, error
 		if err != nil {
 			return p, errStale
 		}
-		if age := time.Since(time.Unix(sec, 0)); age > a.opts.WebhookMaxAge || age < -a.opts.WebhookMaxAge {
+		// Past: Feishu's retries plus clock skew; future: clock skew only.
+		if age := time.Since(time.Unix(sec, 0)); age > webhookRetryHorizon+a.opts.WebhookMaxAge || age < -a.opts.WebhookMaxAge {
 			return p, errStale
 		}
 		want := larkevent.Signature(ts, h.Get("X-Lark-Request-Nonce"), a.opts.EncryptKey, string(body))

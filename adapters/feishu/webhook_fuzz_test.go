@@ -188,10 +188,12 @@ func envelope(ciphertext []byte) []byte {
 	return b
 }
 
-// signedNow reports whether sig is the right signature of a call made now.
+// signedNow reports whether sig is the right signature of a call the
+// adapter takes now: signed at most 5 minutes ahead, or as long ago as
+// Feishu's retries go (8 h) plus 5 minutes.
 func signedNow(body []byte, ts, nonce, sig string) bool {
 	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+	if age := time.Since(time.Unix(sec, 0)); err != nil || age < -5*time.Minute || age > 8*time.Hour+5*time.Minute {
 		return false
 	}
 	return sig != "" && sig == fakelark.Sign(ts, nonce, encryptKey, body)
@@ -307,9 +309,13 @@ func TestWebhookRefusesHostileBodies(t *testing.T) {
 	}{
 		{name: "forged signature", call: hostileCall{body: genuine, ts: now, nonce: "n", sig: strings.Repeat("ab", 32)}},
 		{name: "unsigned event", call: hostileCall{body: genuine}},
-		{name: "replayed ten minutes later", call: func() hostileCall {
-			old := strconv.FormatInt(time.Now().Add(-10*time.Minute).Unix(), 10)
+		{name: "replayed nine hours later", call: func() hostileCall {
+			old := strconv.FormatInt(time.Now().Add(-9*time.Hour).Unix(), 10)
 			return hostileCall{body: genuine, ts: old, nonce: "n", sig: fakelark.Sign(old, "n", encryptKey, genuine)}
+		}()},
+		{name: "signed ten minutes in the future", call: func() hostileCall {
+			later := strconv.FormatInt(time.Now().Add(10*time.Minute).Unix(), 10)
+			return hostileCall{body: genuine, ts: later, nonce: "n", sig: fakelark.Sign(later, "n", encryptKey, genuine)}
 		}()},
 		{name: "100,000 [ unsigned", call: hostileCall{body: bytes.Repeat([]byte("["), 100_000)}},
 		{name: "100,000 [ signed", call: signed(bytes.Repeat([]byte("["), 100_000))},

@@ -42,7 +42,8 @@ func TestWebhookRefusesForgedCallsAndAnswersGenuineOnes(t *testing.T) {
 		{"unsigned encrypted event", enc, nil},
 		{"bad signature", enc, badSig},
 		{"signed and encrypted with another key", wrongKey, signed(wrongKey, "guessed-key", time.Now())},
-		{"replayed ten minutes later", enc, signed(enc, encryptKey, time.Now().Add(-10*time.Minute))},
+		{"replayed nine hours later", enc, signed(enc, encryptKey, time.Now().Add(-9*time.Hour))},
+		{"signed ten minutes in the future", enc, signed(enc, encryptKey, time.Now().Add(10*time.Minute))},
 		{"plaintext signed with the right key", plain, signed(plain, encryptKey, time.Now())},
 	}
 	for _, c := range cases {
@@ -77,6 +78,73 @@ func TestWebhookRefusesForgedCallsAndAnswersGenuineOnes(t *testing.T) {
 	}
 	if es := e.entries("feishu:chat:oc_w"); len(es) != 2 || es[0].Text != "real one" {
 		t.Errorf("chat log = %+v", es)
+	}
+}
+
+// Feishu re-sends an event it could not deliver 15 s, 5 min, 1 h and 6 h
+// later, and nothing says the retry is signed anew: a retry that carries
+// the first delivery's timestamp, an hour old, is taken and handled once.
+// A replay of it is harmless; a bad signature, a timestamp older than the
+// retries go or one from the future is refused.
+func TestWebhookTakesFeishusLateRetryOnce(t *testing.T) {
+	e := newEnv(t, setup{mode: feishu.ModeWebhook, noStart: true})
+	lk := e.lk
+	firstSent := time.Now().Add(-time.Hour - 5*time.Minute)
+	call, err := lk.NewWebhookCall(encryptKey, lk.P2PText("oc_r", "ou_ann", "still there?"), firstSent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first delivery finds ship down (starting): 503, Feishu retries.
+	if status, answer, err := lk.Send(e.ctx(), e.hookURL, call); err != nil || status != http.StatusServiceUnavailable {
+		t.Errorf("first delivery while starting: %d %s %v, want 503", status, answer, err)
+	}
+	e.start()
+	e.waitRunning()
+	if status, answer, err := lk.Send(e.ctx(), e.hookURL, call); err != nil || status != http.StatusOK {
+		t.Fatalf("Feishu's retry an hour later: %d %s %v", status, answer, err)
+	}
+	if got := e.waitSent(1)[0].Text; got != "echo: still there?" {
+		t.Errorf("reply %q", got)
+	}
+	// The same call again (Feishu's next retry, or a replay) changes nothing.
+	if status, answer, _ := lk.Send(e.ctx(), e.hookURL, call); status != http.StatusOK {
+		t.Errorf("the call sent again: %d %s", status, answer)
+	}
+	e.idle()
+	if n, calls := len(lk.Sent()), e.model.RequestCount(); n != 1 || calls != 1 {
+		t.Errorf("%d replies, %d model calls; want 1 and 1", n, calls)
+	}
+
+	refusedCall := func(name string, c fakelark.WebhookCall) {
+		t.Helper()
+		if status, answer, _ := lk.Send(e.ctx(), e.hookURL, c); status != http.StatusUnauthorized {
+			t.Errorf("%s: %d %s, want 401", name, status, answer)
+		}
+	}
+	forged := call
+	forged.Header = call.Header.Clone()
+	forged.Header.Set(fakelark.HeaderSignature, strings.Repeat("ab", 32))
+	refusedCall("the retry with a bad signature", forged)
+	for name, at := range map[string]time.Time{
+		"signed nine hours ago":            time.Now().Add(-9 * time.Hour),
+		"signed ten minutes from now":      time.Now().Add(10 * time.Minute),
+		"signed long ago by a guessed key": time.Now().Add(-time.Hour),
+	} {
+		key := encryptKey
+		if strings.Contains(name, "guessed") {
+			key = "guessed-key"
+		}
+		c, err := lk.NewWebhookCall(key, lk.P2PText("oc_x", "ou_mallory", name), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refusedCall(name, c)
+	}
+	if es := e.entries("feishu:chat:oc_x"); len(es) != 0 {
+		t.Errorf("a refused call changed the log: %+v", es)
+	}
+	if es := e.entries("feishu:chat:oc_r"); len(es) != 2 {
+		t.Errorf("chat log %+v, want the question and one reply", es)
 	}
 }
 

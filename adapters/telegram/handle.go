@@ -26,12 +26,19 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 	}
 	u, err := decodeUpdate(raw)
 	if err != nil {
-		a.log.Warn().Err(err).Msg("skipping an update that does not decode")
+		ev := a.log.Warn().Err(err)
+		if id, ok := updateID(raw); ok {
+			ev = ev.Int64("updateId", id)
+		}
+		ev.Msg("skipping a telegram update that does not decode")
 		return nil // re-delivering it would not help
 	}
 	m := u.Msg
-	// Edited messages, channel posts and other update kinds are not answered.
+	// Edited messages (not asked for, see allowedUpdates, but one created
+	// before that may still come), channel posts and other update kinds are
+	// not answered.
 	if m == nil || m.Chat == nil || m.From == nil {
+		a.log.Debug().Int("updateId", u.ID).Msg("telegram update of a kind ship does not answer ignored")
 		return nil
 	}
 	// The bot's own messages and other bots never trigger a run: two bots

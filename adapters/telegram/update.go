@@ -35,6 +35,19 @@ type update struct {
 	ReplyIsTopicStart bool
 }
 
+// updateID reads update_id alone, so that an update whose other fields do
+// not decode can still be named (and confirmed). ok is false when raw is
+// not an object with a numeric update_id.
+func updateID(raw json.RawMessage) (id int64, ok bool) {
+	var head struct {
+		UpdateID *int64 `json:"update_id"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.UpdateID == nil {
+		return 0, false
+	}
+	return *head.UpdateID, true
+}
+
 func decodeUpdate(raw json.RawMessage) (update, error) {
 	var u tgbotapi.Update
 	if err := json.Unmarshal(raw, &u); err != nil {

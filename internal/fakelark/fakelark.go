@@ -16,8 +16,9 @@
 //     pongs out
 //
 // Every API call needs "Authorization: Bearer <tenant token>" with a token
-// the fake issued and has not expired (ExpireTokens); other calls get
-// code 99991663 as from the real server. Every response is JSON with
+// the fake issued and has not expired (ExpireTokens, RevokeTokens); other
+// calls get code 99991663 (or the code RevokeTokens names) as from the real
+// server. Every response is JSON with
 // Content-Type application/json, which the SDK requires.
 //
 // Tests play the users with PushEvent (websocket) or DeliverWebhook and the
@@ -59,6 +60,10 @@ const (
 const (
 	CodeMissingToken = 99991661 // no Authorization header
 	CodeInvalidToken = 99991663 // unknown or expired tenant token
+	// CodeTokenInvalid is the other "invalid access token" answer (Lark's
+	// own CLI classes it as an invalid token, like 99991663); RevokeTokens
+	// makes the fake answer it.
+	CodeTokenInvalid = 99991668
 	CodeRateLimit    = 99991400 // request frequency limit (HTTP 429)
 	CodeChatRate     = 230020   // too many messages in this chat
 	CodeBadSecret    = 10014    // app_id or app_secret wrong
@@ -133,7 +138,7 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	seq      int64
-	tokens   map[string]bool // issued tenant tokens → still valid
+	tokens   map[string]int // issued tenant tokens → 0 while valid, else the code a call with one gets
 	issued   int
 	sent     []Sent
 	sentCh   chan struct{} // closed and replaced when a Sent is recorded
@@ -187,7 +192,7 @@ func Start(opts Options) (*Server, error) {
 		client:   &http.Client{Transport: &http.Transport{}},
 		served:   make(chan struct{}),
 		done:     make(chan struct{}),
-		tokens:   map[string]bool{},
+		tokens:   map[string]int{},
 		sentCh:   make(chan struct{}),
 		calls:    map[string]int{},
 		fails:    map[string][]Failure{},
@@ -304,11 +309,19 @@ func (s *Server) TokensIssued() int {
 // ExpireTokens makes every token issued so far invalid, as when a token
 // expires or is revoked: API calls with one get code 99991663 until the
 // client fetches a new token.
-func (s *Server) ExpireTokens() {
+func (s *Server) ExpireTokens() { s.invalidate(CodeInvalidToken) }
+
+// RevokeTokens makes every token issued so far invalid with code 99991668
+// (CodeTokenInvalid) instead: the first API call with one is answered with
+// that code, and so is every later one until the client fetches a new
+// token. The SDK retries 99991663 by itself but not 99991668.
+func (s *Server) RevokeTokens() { s.invalidate(CodeTokenInvalid) }
+
+func (s *Server) invalidate(code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for t := range s.tokens {
-		s.tokens[t] = false
+		s.tokens[t] = code
 	}
 }
 

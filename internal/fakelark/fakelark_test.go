@@ -124,6 +124,25 @@ func TestExpiredTokenIsRefusedAndTheSDKKeepsIt(t *testing.T) {
 	}
 }
 
+func TestRevokedTokenIsRefusedWith99991668AndTheSDKDoesNotRetry(t *testing.T) {
+	s := start(t, fakelark.Options{})
+	cli := client(s)
+	createText(t, cli, "oc_1", "one", "")
+	s.RevokeTokens()
+	resp := createText(t, cli, "oc_1", "two", "")
+	if resp.Code != fakelark.CodeTokenInvalid {
+		t.Fatalf("code %d, want %d", resp.Code, fakelark.CodeTokenInvalid)
+	}
+	// Unlike 99991663, the SDK does not even retry 99991668: one call, and
+	// the token stays cached.
+	if n := s.Calls(fakelark.PathCreate); n != 2 {
+		t.Errorf("%d create calls, want 2", n)
+	}
+	if s.TokensIssued() != 1 || len(s.Sent()) != 1 {
+		t.Errorf("%d tokens issued, %d sent", s.TokensIssued(), len(s.Sent()))
+	}
+}
+
 func TestInjectedFailures(t *testing.T) {
 	s := start(t, fakelark.Options{})
 	cli := client(s)

@@ -108,7 +108,7 @@ func (s *Server) issue() string {
 	defer s.mu.Unlock()
 	s.issued++
 	t := "t-" + strconv.Itoa(s.issued)
-	s.tokens[t] = true
+	s.tokens[t] = 0
 	return t
 }
 
@@ -123,10 +123,13 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.mu.Lock()
-	valid := s.tokens[tok]
+	code, known := s.tokens[tok]
 	s.mu.Unlock()
-	if !valid {
-		writeJSON(w, http.StatusBadRequest, codeMsg(CodeInvalidToken,
+	if !known {
+		code = CodeInvalidToken
+	}
+	if code != 0 {
+		writeJSON(w, http.StatusBadRequest, codeMsg(code,
 			"Invalid access token for authorization. Please make a request with token attached."))
 		return false
 	}

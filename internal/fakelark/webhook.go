@@ -73,15 +73,54 @@ func WebhookRequest(ctx context.Context, url, encryptKey string, body []byte, at
 	if err != nil {
 		return nil, err
 	}
+	req.Header = signedHeader(encryptKey, body, at)
+	return req, nil
+}
+
+// signedHeader is the header of a webhook call of body signed at time at
+// with a fresh nonce.
+func signedHeader(encryptKey string, body []byte, at time.Time) http.Header {
 	ts := strconv.FormatInt(at.Unix(), 10)
 	nonce := make([]byte, 8)
 	_, _ = rand.Read(nonce)
 	n := hex.EncodeToString(nonce)
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set(HeaderTimestamp, ts)
-	req.Header.Set(HeaderNonce, n)
-	req.Header.Set(HeaderSignature, Sign(ts, n, encryptKey, body))
-	return req, nil
+	h := http.Header{}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set(HeaderTimestamp, ts)
+	h.Set(HeaderNonce, n)
+	h.Set(HeaderSignature, Sign(ts, n, encryptKey, body))
+	return h
+}
+
+// WebhookCall is one signed webhook call, kept so that it can be sent again
+// byte for byte: Feishu's retry of an event it could not deliver (its docs
+// do not say that a retry is signed anew, so a receiver must take one
+// carrying the first delivery's timestamp), or an eavesdropper's replay.
+type WebhookCall struct {
+	Body   []byte      // {"encrypt": …}
+	Header http.Header // Content-Type and the three X-Lark-* headers
+}
+
+// NewWebhookCall encrypts ev with encryptKey and signs it as sent at time
+// at. The fake learns where ev's message lives, as DeliverWebhook does.
+func (s *Server) NewWebhookCall(encryptKey string, ev Event, at time.Time) (WebhookCall, error) {
+	s.remember(ev.MessageID, ev.info())
+	body, err := EncryptedBody(encryptKey, s.EventJSON(ev))
+	if err != nil {
+		return WebhookCall{}, err
+	}
+	return WebhookCall{Body: body, Header: signedHeader(encryptKey, body, at)}, nil
+}
+
+// Send posts c to url exactly as built, and returns the HTTP status and
+// body of the answer. Sending one call twice is a retry (or a replay).
+func (s *Server) Send(ctx context.Context, url string, c WebhookCall) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(c.Body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header = c.Header.Clone()
+	return s.Do(req)
 }
 
 // URLVerification is the plaintext of the challenge Feishu sends when a

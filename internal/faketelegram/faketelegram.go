@@ -34,6 +34,10 @@ import (
 // server is closed.
 var ErrClosed = errors.New("faketelegram: server closed")
 
+// ErrNotAllowed is returned by DeliverWebhook for an update of a kind the
+// bot's allowed_updates leaves out: Telegram would not send it.
+var ErrNotAllowed = errors.New("faketelegram: update kind not in allowed_updates")
+
 // Options configures Start.
 type Options struct {
 	// Token is the bot token; required. Requests with any other token get
@@ -89,10 +93,14 @@ type Server struct {
 	nextUpdate int64
 	queue      []queued
 	allowed    map[string]bool // nil: the default set
-	updatesCh  chan struct{}   // closed and replaced when the queue or webhook changes
-	poller     *poller         // the getUpdates request being answered, if any
-	holding    int             // getUpdates requests held waiting
-	holdCh     chan struct{}   // closed and replaced when a request starts holding
+	// asked is the allowed_updates list the client last sent (getUpdates or
+	// setWebhook), askedAny whether it ever sent one.
+	asked     []string
+	askedAny  bool
+	updatesCh chan struct{} // closed and replaced when the queue or webhook changes
+	poller    *poller       // the getUpdates request being answered, if any
+	holding   int           // getUpdates requests held waiting
+	holdCh    chan struct{} // closed and replaced when a request starts holding
 
 	chats  map[int64]*chatState
 	sent   []Sent
@@ -245,6 +253,15 @@ func (s *Server) FailNext(method string, n int, f Failure) {
 	}
 }
 
+// AllowedUpdates returns the allowed_updates list the client last sent with
+// getUpdates or setWebhook (Telegram keeps it until another is sent), and
+// whether it ever sent one. An empty list asks for the default set.
+func (s *Server) AllowedUpdates() (list []string, sent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.asked), s.askedAny
+}
+
 // Webhook returns the url and secret_token that setWebhook last set; both
 // are "" when no webhook is set.
 func (s *Server) Webhook() (url, secret string) {
@@ -256,7 +273,8 @@ func (s *Server) Webhook() (url, secret string) {
 // DeliverWebhook POSTs u as JSON to the webhook URL set by setWebhook, with
 // the header X-Telegram-Bot-Api-Secret-Token when a secret is set, and
 // returns the HTTP status. update_id is assigned as by Push; the update is
-// not queued for getUpdates.
+// not queued for getUpdates. An update of a kind the webhook's
+// allowed_updates leaves out is not sent: the error wraps ErrNotAllowed.
 func (s *Server) DeliverWebhook(ctx context.Context, u Update) (int, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -268,7 +286,12 @@ func (s *Server) DeliverWebhook(ctx context.Context, u Update) (int, error) {
 		s.mu.Unlock()
 		return 0, errors.New("faketelegram: DeliverWebhook: no webhook is set")
 	}
-	raw := s.admitLocked(u).raw
+	q := s.admitLocked(u)
+	if !s.allowedLocked(q.kind) {
+		s.mu.Unlock()
+		return 0, fmt.Errorf("%w: %s", ErrNotAllowed, q.kind)
+	}
+	raw := q.raw
 	s.mu.Unlock()
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(raw)))

@@ -135,6 +135,10 @@ func (s *Server) allowedLocked(kind string) bool {
 
 // setAllowedLocked records allowed_updates; an empty list means the default.
 func (s *Server) setAllowedLocked(list []string) {
+	s.asked, s.askedAny = slices.Clone(list), true
+	if s.asked == nil {
+		s.asked = []string{}
+	}
 	if len(list) == 0 {
 		s.allowed = nil
 		return

@@ -3,9 +3,11 @@ package faketelegram
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,12 +81,21 @@ func TestRawUpdatesAndAllowedUpdates(t *testing.T) {
 		t.Fatalf("next id: %d", edited)
 	}
 	s.Push(Update{"message_reaction": map[string]any{"message_id": 30}})
+	if list, sent := s.AllowedUpdates(); sent || list != nil {
+		t.Fatalf("AllowedUpdates before any request: %q %v", list, sent)
+	}
 	_, ups := getUpdates(t, bot, tgbotapi.Params{"allowed_updates": `["message"]`})
+	if list, sent := s.AllowedUpdates(); !sent || !slices.Equal(list, []string{"message"}) {
+		t.Fatalf("AllowedUpdates: %q %v", list, sent)
+	}
 	if len(ups) != 1 || ups[0].Message == nil || ups[0].Message.Text != "raw" {
 		t.Fatalf("allowed message only: %+v", ups)
 	}
 	// The edited_message was dropped; the default set does not include reactions.
 	_, ups = getUpdates(t, bot, tgbotapi.Params{"allowed_updates": `[]`})
+	if list, sent := s.AllowedUpdates(); !sent || list == nil || len(list) != 0 {
+		t.Fatalf("AllowedUpdates after []: %q %v", list, sent)
+	}
 	if len(ups) != 1 || ups[0].UpdateID != 500 {
 		t.Fatalf("after filtering: %+v", ups)
 	}
@@ -220,9 +231,13 @@ func TestWebhook(t *testing.T) {
 	if e := tgErr(t, err); e.Message != "Bad Request: secret token contains unallowed characters" {
 		t.Fatalf("bad secret: %+v", e)
 	}
-	resp, err := bot.MakeRequest("setWebhook", tgbotapi.Params{"url": hs.URL + "/hook", "secret_token": "s3cr3t_-X"})
+	resp, err := bot.MakeRequest("setWebhook", tgbotapi.Params{"url": hs.URL + "/hook", "secret_token": "s3cr3t_-X",
+		"allowed_updates": `["message"]`})
 	if err != nil || resp.Description != "Webhook was set" {
 		t.Fatalf("setWebhook: %v %+v", err, resp)
+	}
+	if list, sent := s.AllowedUpdates(); !sent || !slices.Equal(list, []string{"message"}) {
+		t.Fatalf("AllowedUpdates after setWebhook: %q %v", list, sent)
 	}
 	if url, secret := s.Webhook(); url != hs.URL+"/hook" || secret != "s3cr3t_-X" {
 		t.Fatalf("Webhook() = %q, %q", url, secret)
@@ -239,6 +254,11 @@ func TestWebhook(t *testing.T) {
 		t.Fatalf("DeliverWebhook: %d %v", status, err)
 	}
 	d := <-got
+	// An edit is left out by allowed_updates ["message"]: not sent.
+	edit := s.PrivateText(42, "alice", "via hook, edited")
+	if _, err := s.DeliverWebhook(ctx, Update{"edited_message": edit["message"]}); !errors.Is(err, ErrNotAllowed) {
+		t.Fatalf("DeliverWebhook of an edit not allowed: %v", err)
+	}
 	var u tgbotapi.Update
 	if err := json.Unmarshal(d.body, &u); err != nil || d.secret != "s3cr3t_-X" || u.UpdateID == 0 ||
 		u.Message.Text != "via hook" {
