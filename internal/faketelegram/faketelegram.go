@@ -8,7 +8,9 @@
 // NewBotAPIWithClient(token, s.URL()+"/bot%s/%s", client).
 //
 // Tests play the users with Push (or the builders PrivateText, GroupText,
-// TopicText) and read what the bot did with Sent and WaitSent. getUpdates
+// TopicText), press inline buttons with Press, and read what the bot did
+// with Sent, WaitSent, Edits, Message, Answers, WaitAnswered, ChatActions,
+// Drafts and Wait. getUpdates
 // long-polls like the real server: it holds an empty request for up to
 // timeout seconds and answers as soon as an update is pushed.
 //
@@ -30,8 +32,8 @@ import (
 	"time"
 )
 
-// ErrClosed is returned by WaitSent, WaitPolling and DeliverWebhook once the
-// server is closed.
+// ErrClosed is returned by WaitSent, WaitPolling, WaitAnswered, Wait and
+// DeliverWebhook once the server is closed.
 var ErrClosed = errors.New("faketelegram: server closed")
 
 // Options configures Start.
@@ -57,6 +59,7 @@ type Sent struct {
 	ReplyTo   int64             // reply_parameters.message_id or reply_to_message_id, 0 when absent
 	Text      string            // text (or caption) exactly as sent, markup included
 	ParseMode string            // parse_mode as sent
+	Buttons   [][]Button        // the inline keyboard (reply_markup) as sent; nil without one
 	MessageID int64             // the message_id the fake assigned
 	Params    map[string]string // every parameter as received (do not modify)
 	At        time.Time         // when the call was answered
@@ -100,6 +103,16 @@ type Server struct {
 	calls  map[string]int
 	fails  map[string][]Failure
 
+	eventCh  chan struct{} // closed and replaced when anything is recorded (see Wait)
+	edits    []Edit
+	answers  []Answer
+	queries  map[string]*query // callback queries delivered or built, by id
+	querySeq int64
+	actions  []ChatAction
+	drafts   []Draft
+	asked    []string // allowed_updates as getUpdates last sent it
+	askedOK  bool     // whether getUpdates ever sent allowed_updates
+
 	hookURL, hookSecret string
 	hookAllowed         []string
 
@@ -134,6 +147,8 @@ func Start(opts Options) (*Server, error) {
 		holdCh:     make(chan struct{}),
 		chats:      map[int64]*chatState{},
 		sentCh:     make(chan struct{}),
+		eventCh:    make(chan struct{}),
+		queries:    map[string]*query{},
 		calls:      map[string]int{},
 		fails:      map[string][]Failure{},
 		files:      map[string]*fileEntry{},
