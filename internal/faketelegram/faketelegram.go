@@ -8,11 +8,14 @@
 // NewBotAPIWithClient(token, s.URL()+"/bot%s/%s", client).
 //
 // Tests play the users with Push (or the builders PrivateText, GroupText,
-// TopicText), press inline buttons with Press, and read what the bot did
-// with Sent, WaitSent, Edits, Message, Answers, WaitAnswered, ChatActions,
-// Drafts and Wait. getUpdates
-// long-polls like the real server: it holds an empty request for up to
-// timeout seconds and answers as soon as an update is pushed.
+// TopicText, CallbackQuery) and Press (a user pressing an inline button),
+// and read what the bot did with Sent, WaitSent, Message, Edits, Answers,
+// WaitAnswered, ChatActions, Drafts and Wait. getUpdates long-polls like
+// the real server: it holds an empty request for up to timeout seconds and
+// answers as soon as an update is pushed. It applies allowed_updates when it
+// answers, so an update of a type not allowed is dropped whether it was
+// pushed before or after the setting (the real server filters updates as
+// they arrive, which would make tests depend on timing).
 //
 // The package does not import "testing": it serves tests and load programs
 // alike. All methods are safe for concurrent use.
