@@ -8,9 +8,14 @@
 // NewBotAPIWithClient(token, s.URL()+"/bot%s/%s", client).
 //
 // Tests play the users with Push (or the builders PrivateText, GroupText,
-// TopicText) and read what the bot did with Sent and WaitSent. getUpdates
-// long-polls like the real server: it holds an empty request for up to
-// timeout seconds and answers as soon as an update is pushed.
+// TopicText, CallbackQuery) and Press (a user pressing an inline button),
+// and read what the bot did with Sent, WaitSent, Message, Edits, Answers,
+// WaitAnswered, ChatActions, Drafts and Wait. getUpdates long-polls like
+// the real server: it holds an empty request for up to timeout seconds and
+// answers as soon as an update is pushed. It applies allowed_updates when it
+// answers, so an update of a type not allowed is dropped whether it was
+// pushed before or after the setting (the real server filters updates as
+// they arrive, which would make tests depend on timing).
 //
 // The package does not import "testing": it serves tests and load programs
 // alike. All methods are safe for concurrent use.
@@ -30,8 +35,8 @@ import (
 	"time"
 )
 
-// ErrClosed is returned by WaitSent, WaitPolling and DeliverWebhook once the
-// server is closed.
+// ErrClosed is returned by WaitSent, WaitPolling, WaitAnswered, Wait and
+// DeliverWebhook once the server is closed.
 var ErrClosed = errors.New("faketelegram: server closed")
 
 // ErrNotAllowed is returned by DeliverWebhook for an update of a kind the
@@ -61,6 +66,7 @@ type Sent struct {
 	ReplyTo   int64             // reply_parameters.message_id or reply_to_message_id, 0 when absent
 	Text      string            // text (or caption) exactly as sent, markup included
 	ParseMode string            // parse_mode as sent
+	Buttons   [][]Button        // the inline keyboard (reply_markup) as sent; nil without one
 	MessageID int64             // the message_id the fake assigned
 	Params    map[string]string // every parameter as received (do not modify)
 	At        time.Time         // when the call was answered
@@ -93,20 +99,26 @@ type Server struct {
 	nextUpdate int64
 	queue      []queued
 	allowed    map[string]bool // nil: the default set
-	// asked is the allowed_updates list the client last sent (getUpdates or
-	// setWebhook), askedAny whether it ever sent one.
-	asked     []string
-	askedAny  bool
-	updatesCh chan struct{} // closed and replaced when the queue or webhook changes
-	poller    *poller       // the getUpdates request being answered, if any
-	holding   int           // getUpdates requests held waiting
-	holdCh    chan struct{} // closed and replaced when a request starts holding
+	updatesCh  chan struct{}   // closed and replaced when the queue or webhook changes
+	poller     *poller         // the getUpdates request being answered, if any
+	holding    int             // getUpdates requests held waiting
+	holdCh     chan struct{}   // closed and replaced when a request starts holding
 
 	chats  map[int64]*chatState
 	sent   []Sent
 	sentCh chan struct{} // closed and replaced when a Sent is recorded
 	calls  map[string]int
 	fails  map[string][]Failure
+
+	eventCh  chan struct{} // closed and replaced when anything is recorded (see Wait)
+	edits    []Edit
+	answers  []Answer
+	queries  map[string]*query // callback queries delivered or built, by id
+	querySeq int64
+	actions  []ChatAction
+	drafts   []Draft
+	asked    []string // allowed_updates as getUpdates or setWebhook last sent it
+	askedOK  bool     // whether the client ever sent allowed_updates
 
 	hookURL, hookSecret string
 	hookAllowed         []string
@@ -142,6 +154,8 @@ func Start(opts Options) (*Server, error) {
 		holdCh:     make(chan struct{}),
 		chats:      map[int64]*chatState{},
 		sentCh:     make(chan struct{}),
+		eventCh:    make(chan struct{}),
+		queries:    map[string]*query{},
 		calls:      map[string]int{},
 		fails:      map[string][]Failure{},
 		files:      map[string]*fileEntry{},
@@ -251,15 +265,6 @@ func (s *Server) FailNext(method string, n int, f Failure) {
 	for range n {
 		s.fails[key] = append(s.fails[key], f)
 	}
-}
-
-// AllowedUpdates returns the allowed_updates list the client last sent with
-// getUpdates or setWebhook (Telegram keeps it until another is sent), and
-// whether it ever sent one. An empty list asks for the default set.
-func (s *Server) AllowedUpdates() (list []string, sent bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.asked), s.askedAny
 }
 
 // Webhook returns the url and secret_token that setWebhook last set; both

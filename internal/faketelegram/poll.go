@@ -24,13 +24,7 @@ func (s *Server) getUpdates(rq *request) (any, *apiError) {
 	if limit <= 0 || limit > 100 {
 		limit = 100
 	}
-	var allowed []string
-	hasAllowed := strings.TrimSpace(p["allowed_updates"]) != ""
-	if hasAllowed {
-		if err := json.Unmarshal([]byte(p["allowed_updates"]), &allowed); err != nil {
-			return nil, badRequest("can't parse allowed_updates JSON array")
-		}
-	}
+	allowed, hasAllowed := parseAllowed(p["allowed_updates"])
 	var timer <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(time.Duration(timeout) * time.Second)
@@ -45,6 +39,7 @@ func (s *Server) getUpdates(rq *request) (any, *apiError) {
 	}
 	if hasAllowed {
 		s.setAllowedLocked(allowed)
+		s.recordAskedLocked(allowed)
 	}
 	me := &poller{kicked: make(chan struct{})}
 	if s.poller != nil {
@@ -133,19 +128,46 @@ func (s *Server) allowedLocked(kind string) bool {
 	return s.allowed[kind]
 }
 
-// setAllowedLocked records allowed_updates; an empty list means the default.
-func (s *Server) setAllowedLocked(list []string) {
-	s.asked, s.askedAny = slices.Clone(list), true
+// updateTypes are the update types the real server knows.
+var updateTypes = []string{"message", "edited_message", "channel_post", "edited_channel_post",
+	"business_connection", "business_message", "edited_business_message", "deleted_business_messages",
+	"message_reaction", "message_reaction_count", "inline_query", "chosen_inline_result", "callback_query",
+	"shipping_query", "pre_checkout_query", "purchased_paid_media", "poll", "poll_answer", "my_chat_member",
+	"chat_member", "chat_join_request", "chat_boost", "removed_chat_boost"}
+
+// parseAllowed reads allowed_updates as the real server does: only a JSON
+// array of strings changes the setting (ok); anything else, "null"
+// included, keeps the previous one.
+func parseAllowed(v string) (list []string, ok bool) {
+	if strings.TrimSpace(v) == "" {
+		return nil, false
+	}
+	if err := json.Unmarshal([]byte(v), &list); err != nil || strings.TrimSpace(v) == "null" {
+		return nil, false
+	}
+	return list, true
+}
+
+// recordAskedLocked remembers the allowed_updates list the client sent (for
+// AllowedUpdates); an empty list is recorded as empty, not as unset.
+func (s *Server) recordAskedLocked(list []string) {
+	s.asked, s.askedOK = slices.Clone(list), true
 	if s.asked == nil {
 		s.asked = []string{}
 	}
-	if len(list) == 0 {
-		s.allowed = nil
-		return
-	}
-	s.allowed = map[string]bool{}
+}
+
+// setAllowedLocked applies allowed_updates: names in any case, unknown ones
+// ignored; a list without a known name means the default set.
+func (s *Server) setAllowedLocked(list []string) {
+	s.allowed = nil
 	for _, k := range list {
-		s.allowed[k] = true
+		if k = strings.ToLower(k); slices.Contains(updateTypes, k) {
+			if s.allowed == nil {
+				s.allowed = map[string]bool{}
+			}
+			s.allowed[k] = true
+		}
 	}
 }
 
@@ -177,16 +199,12 @@ func (s *Server) setWebhook(rq *request) (any, *apiError) {
 	if e := validSecret(secret); e != nil {
 		return nil, e
 	}
-	var allowed []string
-	if v := strings.TrimSpace(rq.p["allowed_updates"]); v != "" {
-		if err := json.Unmarshal([]byte(v), &allowed); err != nil {
-			return nil, badRequest("can't parse allowed_updates JSON array")
-		}
-	}
+	allowed, hasAllowed := parseAllowed(rq.p["allowed_updates"])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rq.p["allowed_updates"] != "" {
+	if hasAllowed {
 		s.setAllowedLocked(allowed)
+		s.recordAskedLocked(allowed)
 		s.hookAllowed = allowed
 	}
 	if rq.p.bool("drop_pending_updates") {

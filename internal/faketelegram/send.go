@@ -69,20 +69,28 @@ func formatted(text, mode string) (string, *apiError) {
 // outgoing is what a send method is about to record.
 type outgoing struct {
 	method, text string
+	plain        string // text (or caption) as the client sees it
+	isText       bool   // a text message, not a caption
 	chatID       int64
 	thread       int64
 	replyTo      int64
 	allowNoReply bool
+	kb           *keyboard // the inline keyboard, nil without one
 }
 
-// target reads chat_id, message_thread_id and the reply parameters.
+// target reads chat_id, message_thread_id, the reply parameters and
+// reply_markup.
 func (s *Server) target(rq *request, method, text string) (*outgoing, *apiError) {
 	chatID, e := s.resolveChat(rq.p)
 	if e != nil {
 		return nil, e
 	}
+	kb, e := parseKeyboard(rq.p["reply_markup"])
+	if e != nil {
+		return nil, e
+	}
 	o := &outgoing{method: method, text: text, chatID: chatID, thread: rq.p.int("message_thread_id"),
-		replyTo: rq.p.int("reply_to_message_id"), allowNoReply: rq.p.bool("allow_sending_without_reply")}
+		replyTo: rq.p.int("reply_to_message_id"), allowNoReply: rq.p.bool("allow_sending_without_reply"), kb: kb}
 	if v := strings.TrimSpace(rq.p["reply_parameters"]); v != "" {
 		var rp struct {
 			MessageID                int64 `json:"message_id"`
@@ -103,12 +111,14 @@ func (s *Server) deliver(rq *request, o *outgoing, fill func(m map[string]any)) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.chatLocked(o.chatID)
-	replied, found := c.msgs[o.replyTo]
+	replyID := o.replyTo
+	replied, found := c.msgs[replyID]
 	if o.replyTo != 0 && !found && !o.allowNoReply {
 		return nil, badRequest("message to be replied not found")
 	}
 	if !found && o.replyTo == 0 && o.thread != 0 {
-		replied, found = c.msgs[o.thread] // in a topic, the topic's creation message
+		replyID = o.thread // in a topic, the topic's creation message
+		replied, found = c.msgs[replyID]
 	}
 	c.last++
 	now := time.Now()
@@ -118,13 +128,22 @@ func (s *Server) deliver(rq *request, o *outgoing, fill func(m map[string]any)) 
 		m["is_topic_message"] = true
 	}
 	fill(m)
+	b := &botMsg{source: o.text, mode: rq.p["parse_mode"], plain: o.plain, isText: o.isText, thread: o.thread}
+	if o.kb != nil {
+		m["reply_markup"] = o.kb.raw
+		b.kb = o.kb
+	}
 	c.msgs[c.last] = mustJSON(m)
 	if found {
 		m["reply_to_message"] = replied
+		b.replyTo = replyID
 	}
+	c.bot[c.last] = b
 	s.sent = append(s.sent, Sent{Method: o.method, ChatID: o.chatID, ThreadID: o.thread, ReplyTo: o.replyTo,
-		Text: o.text, ParseMode: rq.p["parse_mode"], MessageID: c.last, Params: maps.Clone(rq.p), At: now})
+		Text: o.text, ParseMode: rq.p["parse_mode"], Buttons: o.kb.rows(), MessageID: c.last,
+		Params: maps.Clone(rq.p), At: now})
 	broadcast(&s.sentCh)
+	broadcast(&s.eventCh)
 	return m, nil
 }
 
@@ -143,6 +162,7 @@ func (s *Server) sendMessage(rq *request) (any, *apiError) {
 	case utf8.RuneCountInString(plain) > maxTextLen:
 		return nil, badRequest("message is too long")
 	}
+	o.plain, o.isText = plain, true
 	return s.deliver(rq, o, func(m map[string]any) { m["text"] = plain })
 }
 
@@ -165,6 +185,7 @@ func (s *Server) sendMedia(rq *request, method, field string) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	o.plain = plain
 	return s.deliver(rq, o, func(m map[string]any) {
 		if fileID == "" {
 			s.fileSeq++
@@ -237,18 +258,4 @@ func (s *Server) mediaInput(rq *request, field string) (name string, content []b
 		return path.Base(v), nil, "", nil
 	}
 	return "", nil, "", badRequest("wrong file identifier/HTTP URL specified")
-}
-
-var chatActions = map[string]bool{"typing": true, "upload_photo": true, "record_video": true,
-	"upload_video": true, "record_voice": true, "upload_voice": true, "upload_document": true,
-	"choose_sticker": true, "find_location": true, "record_video_note": true, "upload_video_note": true}
-
-func (s *Server) sendChatAction(rq *request) (any, *apiError) {
-	if _, e := s.resolveChat(rq.p); e != nil {
-		return nil, e
-	}
-	if !chatActions[rq.p["action"]] {
-		return nil, badRequest("wrong parameter action in request")
-	}
-	return true, nil
 }

@@ -27,6 +27,7 @@ type chatState struct {
 	username string
 	last     int64                     // highest message_id seen or assigned
 	msgs     map[int64]json.RawMessage // messages that exist, without reply_to_message
+	bot      map[int64]*botMsg         // the messages the bot sent, by message_id
 }
 
 // messageKeys are the Update fields that carry a Message.
@@ -44,6 +45,7 @@ func (s *Server) Push(u Update) int64 {
 	i := sort.Search(len(s.queue), func(i int) bool { return s.queue[i].id > q.id })
 	s.queue = slices.Insert(s.queue, i, q)
 	broadcast(&s.updatesCh)
+	broadcast(&s.eventCh)
 	return q.id
 }
 
@@ -82,6 +84,9 @@ func (s *Server) admitLocked(u Update) queued {
 	if cq, ok := generic["callback_query"].(map[string]any); ok {
 		if m, ok := cq["message"].(map[string]any); ok {
 			s.noteMessageLocked(m, 0)
+		}
+		if id, ok := cq["id"].(string); ok && s.queries[id] == nil {
+			s.queries[id] = &query{} // answerable once
 		}
 	}
 	return queued{id: id, kind: kind, raw: raw}
@@ -135,7 +140,7 @@ func (s *Server) chatLocked(id int64) *chatState {
 			typ = "supergroup"
 		}
 		c = &chatState{raw: mustJSON(map[string]any{"id": id, "type": typ}), typ: typ,
-			msgs: map[int64]json.RawMessage{}}
+			msgs: map[int64]json.RawMessage{}, bot: map[int64]*botMsg{}}
 		s.chats[id] = c
 	}
 	return c
