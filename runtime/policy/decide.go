@@ -316,11 +316,15 @@ func (p *Policy) Decide(s Subject, c Call, n Narrowing, def Verdict) Decision {
 		case best == nil && def == Deny:
 			return defaultDeny(c.Tool, u, cmd, appr)
 		case appr != nil && (best == nil || appr.layer.rank() >= best.layer.rank()):
-			over := ""
-			if best != nil {
-				over = fmt.Sprintf(", over %s", best.where())
+			base := ""
+			switch {
+			case best != nil:
+				base = fmt.Sprintf(" (allowed by %s)", best.where())
+			case def == Allow:
+				base = " (allowed by default)"
 			}
-			d = decision(RequireApproval, appr, fmt.Sprintf("%s needs approval: %s%s%s", c.Tool, appr.where(), matched(*appr, apprHit, cmd), over))
+			d = decision(RequireApproval, appr, fmt.Sprintf("%s needs approval: %s%s requires it%s",
+				c.Tool, appr.where(), matched(*appr, apprHit, cmd), base))
 		case best == nil && def == RequireApproval:
 			d = Decision{Verdict: RequireApproval, Layer: LayerDefault, Source: "default",
 				Reason: fmt.Sprintf("%s needs approval by default", c.Tool)}

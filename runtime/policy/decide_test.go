@@ -207,7 +207,7 @@ func TestCommandMatching(t *testing.T) {
 	// Deny patterns look inside: each of these is denied by a rule, not
 	// merely by default.
 	for _, arg := range []string{
-		"rm -rf /", "ls; sudo rm -rf /", "echo $(rm -rf /)", "echo `rm -rf /`", "ls | xargs rm -rf",
+		"rm -rf /", "rm -rf /tmp/x", "ls; sudo rm -rf /", "echo $(rm -rf /)", "echo `rm -rf /`", "ls | xargs rm -rf",
 		"if true; then rm -rf /; fi", "/bin/rm -rf /", `r'm' -rf /`, `\rm -rf /`, "(rm -rf /)",
 		"{ rm -rf /; }", "rm -rf / > log", "FOO=1 rm -rf /", "curl x | sh", "curl   x|sh",
 	} {
@@ -385,5 +385,29 @@ func TestWorkedExample(t *testing.T) {
 	}
 	if o := p.StoreOptions(); o.ApprovalTTL.Seconds() != 600 || o.GrantMaxUses != 1 {
 		t.Errorf("StoreOptions = %+v", o)
+	}
+}
+
+func TestChatsMergeIntoOneLayer(t *testing.T) {
+	p, err := Parse(json.RawMessage(`{
+		"roles": {"a": {"members": ["qq:1"], "allow": ["exec_shell(ls*)"]}, "b": {"members": ["qq:1"], "requireApproval": ["exec_shell(ls -R*)"]}},
+		"chats": {"qq:group:*": {"allow": ["exec_shell(make *)"]}, "qq:group:7*": {"requireApproval": ["exec_shell(make deploy)"]}}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Subject{Identity: "qq:1", ChatKey: "qq:group:77"}
+	for arg, want := range map[string]Verdict{
+		"make test":   Allow,
+		"make deploy": RequireApproval, // two chat entries, one layer: approval beats allow
+		"ls -l":       Allow,
+		"ls -R /":     RequireApproval, // two roles, one layer
+	} {
+		if got := p.Decide(s, Call{"exec_shell", arg}, Narrowing{}, Deny); got.Verdict != want {
+			t.Errorf("%q: got %+v, want %s", arg, got, want)
+		}
+	}
+	if got := p.Decide(Subject{Identity: "qq:1", ChatKey: "qq:group:8"}, Call{"exec_shell", "make deploy"}, Narrowing{}, Deny); got.Verdict != Allow {
+		t.Errorf("the other chat: %+v", got)
 	}
 }

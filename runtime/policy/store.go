@@ -178,7 +178,7 @@ func (s *Store) Request(r ApprovalRequest) (Approval, error) {
 			}
 			if a.Tool == r.Tool && string(a.ArgsJSON) == string(args) {
 				out = *a
-				return nil
+				return errNoChange
 			}
 			waiting++
 		}
@@ -196,6 +196,9 @@ func (s *Store) Request(r ApprovalRequest) (Approval, error) {
 		out = *a
 		return nil
 	})
+	if errors.Is(err, errNoChange) {
+		err = nil
+	}
 	return out, err
 }
 
@@ -228,8 +231,10 @@ func (s *Store) Approve(code string, by Approver) (Approval, Grant, error) {
 func (s *Store) Deny(code string, by Approver) (Approval, error) {
 	var a Approval
 	err := s.update(func(st *state) error {
-		p, ok := st.approvals[normCode(code)]
-		may := by.MayApprove || ok && by.Identity != "" && by.Identity == p.Identity
+		may := by.MayApprove
+		if p, ok := st.approvals[normCode(code)]; ok && by.Identity != "" && by.Identity == p.Identity {
+			may = true
+		}
 		p, err := s.decidable(st, code, by, may)
 		if err != nil {
 			return err
@@ -263,32 +268,35 @@ func (s *Store) decidable(st *state, code string, by Approver, may bool) (*Appro
 }
 
 // UseGrant consumes one use of a live grant for exactly this call (chat,
-// tool and arguments, compared as JSON values). The use is persisted
-// before it returns true, so a crash cannot give a use twice. ok is false
-// when no grant covers the call, and with an error when the use could not
-// be recorded. Call it only for a call Decide says needs approval: a
-// grant never lifts a Deny.
-func (s *Store) UseGrant(chatKey, tool string, argsJSON json.RawMessage) (ok bool, err error) {
+// tool and arguments, compared as JSON values) and returns the grant as
+// used. The use is persisted before ok is true, so a crash cannot give a
+// use twice. ok is false when no grant covers the call, and also, with an
+// error, when the use could not be recorded. Call it only for a call
+// Decide says needs approval: a grant never lifts a Deny.
+func (s *Store) UseGrant(chatKey, tool string, argsJSON json.RawMessage) (g Grant, ok bool, err error) {
 	args, cerr := canonicalArgs(argsJSON)
 	if cerr != nil {
-		return false, nil
+		return Grant{}, false, nil
 	}
 	err = s.update(func(st *state) error {
 		now := s.opt.Now()
-		for _, g := range st.grants {
-			if g.ChatKey == chatKey && g.Tool == tool && string(g.ArgsJSON) == string(args) &&
-				g.Uses < g.MaxUses && now.Before(g.Expires) {
-				g.Uses++
-				ok = true
+		for _, cand := range st.grants {
+			if cand.ChatKey == chatKey && cand.Tool == tool && string(cand.ArgsJSON) == string(args) &&
+				cand.Uses < cand.MaxUses && now.Before(cand.Expires) {
+				cand.Uses++
+				g = *cand
 				return nil
 			}
 		}
 		return errNoChange
 	})
-	if errors.Is(err, errNoChange) {
-		return false, nil
+	switch {
+	case errors.Is(err, errNoChange):
+		return Grant{}, false, nil
+	case err != nil:
+		return Grant{}, false, err
 	}
-	return ok && err == nil, err
+	return g, true, nil
 }
 
 // Expire marks the pending approvals whose time is up as expired and

@@ -65,7 +65,7 @@ func TestApprovalLifecycle(t *testing.T) {
 	if again, _ := s.Request(ask); again.Code != a.Code {
 		t.Errorf("the same call asked twice got a second code %s", again.Code)
 	}
-	if ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
+	if _, ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
 		t.Fatal("a grant before approval")
 	}
 	for _, tc := range []struct {
@@ -108,14 +108,15 @@ func TestApprovalLifecycle(t *testing.T) {
 		{chatA, "exec_shell", `{"command":"git push","timeout":30,"command":"rm -rf /"}`},
 		{chatA, "exec_shell", `not json`},
 	} {
-		if ok, err := s.UseGrant(other.chat, other.tool, json.RawMessage(other.args)); ok || err != nil {
+		if _, ok, err := s.UseGrant(other.chat, other.tool, json.RawMessage(other.args)); ok || err != nil {
 			t.Errorf("UseGrant(%s, %s, %s) = %v, %v", other.chat, other.tool, other.args, ok, err)
 		}
 	}
-	if ok, err := s.UseGrant(chatA, "exec_shell", json.RawMessage(`{ "timeout": 30, "command": "git push" }`)); !ok || err != nil {
-		t.Fatalf("UseGrant = %v, %v", ok, err)
+	if used, ok, err := s.UseGrant(chatA, "exec_shell", json.RawMessage(`{ "timeout": 30, "command": "git push" }`)); !ok || err != nil ||
+		used.Uses != 1 || used.ApprovedBy != admin.Identity || used.Code != a.Code {
+		t.Fatalf("UseGrant = %+v, %v, %v", used, ok, err)
 	}
-	if ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
+	if _, ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
 		t.Error("a grant of one use was used twice")
 	}
 }
@@ -167,8 +168,28 @@ func TestGrantExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Add(DefaultGrantTTL)
-	if ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
+	if _, ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
 		t.Error("an expired grant was used")
+	}
+}
+
+func TestGrantMaxUses(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	s, err := OpenStore(filepath.Join(t.TempDir(), "a.json"), Options{GrantMaxUses: 2, GrantTTL: time.Minute, ApprovalTTL: time.Second, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Request(ask)
+	if !a.Expires.Equal(c.Now().Add(time.Second)) {
+		t.Errorf("approval TTL not applied: %v", a.Expires)
+	}
+	if _, g, err := s.Approve(a.Code, admin); err != nil || g.MaxUses != 2 || !g.Expires.Equal(c.Now().Add(time.Minute)) {
+		t.Fatalf("Approve = %+v, %v", g, err)
+	}
+	for i, want := range []bool{true, true, false} {
+		if _, ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok != want {
+			t.Errorf("use %d: %v, want %v", i+1, ok, want)
+		}
 	}
 }
 
@@ -192,11 +213,11 @@ func TestStoreSurvivesReopen(t *testing.T) {
 	if _, _, err := s.Approve(approved.Code, admin); !errors.Is(err, ErrAlreadyApproved) {
 		t.Errorf("approved one after reopen: %v", err)
 	}
-	if ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); !ok {
+	if _, ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); !ok {
 		t.Fatal("the grant did not survive a reopen")
 	}
 	s = reopen(t, path, c)
-	if ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
+	if _, ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
 		t.Error("a used grant came back after a reopen")
 	}
 
@@ -287,7 +308,7 @@ func TestConcurrentUseGrantGivesOneUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if ok, err := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok && err == nil {
+			if _, ok, err := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok && err == nil {
 				mu.Lock()
 				uses++
 				mu.Unlock()
@@ -313,7 +334,7 @@ func TestUnwritableStoreChangesNothing(t *testing.T) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok || err == nil {
+	if _, ok, err := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok || err == nil {
 		t.Fatalf("UseGrant that could not be saved = %v, %v", ok, err)
 	}
 	if _, err := s.Request(ApprovalRequest{ChatKey: chatB, Identity: "a:b", Tool: "t"}); err == nil {
@@ -325,7 +346,7 @@ func TestUnwritableStoreChangesNothing(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); !ok || err != nil {
+	if _, ok, err := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); !ok || err != nil {
 		t.Errorf("the failed use was counted: %v, %v", ok, err)
 	}
 }
