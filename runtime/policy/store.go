@@ -203,9 +203,10 @@ func (s *Store) Request(r ApprovalRequest) (Approval, error) {
 }
 
 // Approve approves a pending approval and returns it with the grant that
-// lets its call run. It refuses, wrapping one of the errors above: an
-// unknown code, an approval of another chat, an approver who may not
-// approve, one already approved or denied, or one past its expiry.
+// lets its call run. It refuses an unknown code (ErrUnknownCode), an
+// approval of another chat (ErrWrongChat), an approver who may not
+// approve (ErrNotApprover), one already decided (ErrAlreadyApproved,
+// ErrAlreadyDenied) or past its expiry (ErrExpired), checked in that order.
 // Requesters who may approve can approve their own request.
 func (s *Store) Approve(code string, by Approver) (Approval, Grant, error) {
 	var a Approval
