@@ -98,3 +98,13 @@ func TestQueueKnowsNothingOfWhatItCarries(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyStandsAlone(t *testing.T) {
+	p, ok := graph(t)["runtime/policy"]
+	if !ok {
+		t.Fatal("package runtime/policy not found")
+	}
+	if len(p.deps) != 0 {
+		t.Errorf("runtime/policy depends on %v; it must know no tool, platform or other part of ship", p.deps)
+	}
+}
