@@ -22,8 +22,9 @@
 //
 // Tests play the users with the Push* methods (or build events with GroupAt,
 // C2C, ChannelAt and Direct and hand them to Push or DeliverWebhook), break
-// things with DropConnection, Redeliver and FailNext, and read what the bot
-// did with Sent and WaitSent.
+// things with DropConnection, Redeliver and FailNext, move time on with
+// Advance, and read what the bot did with Sent and WaitSent (and what the
+// fake refused by QQ's rules with Rejected).
 //
 // The package does not import "testing": it serves tests and load programs
 // alike. All methods are safe for concurrent use.
