@@ -38,7 +38,11 @@ type Intake struct {
 	// message still waits BusyAfter after it was accepted (0 → 3 s).
 	BusyNote  bool
 	BusyAfter time.Duration
-	Log       zerolog.Logger
+	// BusySend, when set, sends busy notes instead of Send. A platform that
+	// takes only a few replies per message keeps them for the answer with
+	// it: it may skip the note (and return nil).
+	BusySend func(ctx context.Context, req dispatch.RequestContext, text string) error
+	Log      zerolog.Logger
 
 	busy busyNotes
 }
@@ -107,14 +111,22 @@ func (in *Intake) noteIfStillWaiting(id string, req dispatch.RequestContext) {
 		if !ok || pos == 0 || !in.busy.Allow(req.ChatKey) {
 			return
 		}
-		in.send(ctx, req, BusyText(pos))
+		send := in.Send
+		if in.BusySend != nil {
+			send = in.BusySend
+		}
+		in.sendWith(ctx, send, req, BusyText(pos))
 	})
 }
 
 func (in *Intake) send(ctx context.Context, req dispatch.RequestContext, text string) {
+	in.sendWith(ctx, in.Send, req, text)
+}
+
+func (in *Intake) sendWith(ctx context.Context, send func(context.Context, dispatch.RequestContext, string) error, req dispatch.RequestContext, text string) {
 	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
 	defer cancel()
-	if err := in.Send(ctx, req, text); err != nil {
+	if err := send(ctx, req, text); err != nil {
 		in.Log.Warn().Err(err).Str("chatKey", req.ChatKey).Msg("sending a note failed")
 	}
 }

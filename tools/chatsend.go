@@ -49,17 +49,27 @@ func (t *ChatSend) Call(ctx context.Context, args json.RawMessage) agent.ToolRes
 	if !utf8.ValidString(in.Text) {
 		return failure("text is not valid UTF-8")
 	}
-	if err := t.Deliverer.Deliver(ctx, in.Text, dispatch.ViaChatSend); err != nil {
+	dl, err := t.Deliverer.DeliverReport(ctx, in.Text, dispatch.ViaChatSend)
+	if err != nil {
 		msg := "delivery failed"
 		switch {
 		case errors.Is(err, dispatch.ErrNoRequest):
 			msg = "there is no chat to send to in this request"
 		case errors.Is(err, dispatch.ErrNoDispatcher):
 			msg = "this channel cannot send messages"
+		case errors.Is(err, dispatch.ErrReplyExpired):
+			msg = "not delivered, and sending again will not help"
+		case errors.Is(err, dispatch.ErrReplyLimit):
+			msg = "not delivered"
 		}
 		return failure(msg + ": " + err.Error())
 	}
-	res := result(true, nil)
+	var fields map[string]any
+	if len(dl.Notices) > 0 {
+		// Delivered, but not quite as written: the model must know.
+		fields = map[string]any{"notice": strings.Join(dl.Notices, " ")}
+	}
+	res := result(true, fields)
 	res.Delivered = true
 	return res
 }

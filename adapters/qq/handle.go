@@ -70,6 +70,9 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 		text = "(empty message)"
 	}
 	in.Text = text
+	// QQ's windows for passive replies count from when the user sent the
+	// message: remember that for the send path.
+	a.replies.arrived(m.ID, m.Timestamp)
 	meta := map[string]any{"eventId": p.EventID, "eventType": string(p.Type)}
 	if m.GuildID != "" {
 		meta["guildId"] = m.GuildID

@@ -71,7 +71,8 @@ type Options struct {
 	Intents int
 	// BusyNote tells a chat when its message waits in the queue, once it has
 	// waited BusyAfter (0 → 3 s). The note is a passive reply and so uses up
-	// one of the message's replies.
+	// one of the message's replies: in groups and C2C chats (5 replies per
+	// message) it is sent only while 4 are left for the answer.
 	BusyNote  bool
 	BusyAfter time.Duration
 	// ReconnectBackoff is the first wait before reconnecting the gateway or
@@ -84,6 +85,9 @@ type Options struct {
 	// HTTPClient fetches access tokens (nil → a client with a 10 s timeout).
 	// API calls go through botgo's own client.
 	HTTPClient *http.Client
+	// Now is the adapter's clock for QQ's passive-reply windows (nil →
+	// time.Now); tests move it on instead of waiting.
+	Now func() time.Time
 	// Host is ship's core as a platform sees it; required.
 	Host   adapters.Host
 	Logger zerolog.Logger
@@ -95,7 +99,7 @@ type Adapter struct {
 	log     zerolog.Logger
 	status  adapters.StatusBox
 	tokens  *tokenSource
-	seqs    seqCounter
+	replies *ledger                      // per message: when it was sent, its msg_seq and replies
 	events  *lru.Cache[string, struct{}] // event ids already handled
 	hookKey ed25519.PrivateKey
 	hook    *dto.Session // what webhook payloads carry, to route them here
@@ -178,6 +182,9 @@ func New(opts Options) (*Adapter, error) {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	log := opts.Logger.With().Str("channel", chat.ChannelQQ).Logger()
 	// Re-deliveries concern recent events; older ones are still caught
 	// through the ChatStore (Host.Accept).
@@ -188,6 +195,7 @@ func New(opts Options) (*Adapter, error) {
 		hookKey: signingKey(opts.WebhookSecret),
 		events:  events,
 		hook:    &dto.Session{AppID: opts.AppID},
+		replies: newLedger(opts.Now),
 	}
 	a.tokens = newTokenSource(opts.AppID, opts.AppSecret, opts.TokenBase, opts.HTTPClient, log, a.backoff)
 	// botgo reads the API base from its package variables on every call;
@@ -195,7 +203,7 @@ func New(opts Options) (*Adapter, error) {
 	a.api = botgo.NewOpenAPI(opts.AppID, a.tokens).WithTimeout(10 * time.Second)
 	a.workers = adapters.NewWorkers()
 	a.intake = &adapters.Intake{
-		Host: opts.Host, Send: a.SendText, Workers: a.workers,
+		Host: opts.Host, Send: a.SendText, BusySend: a.sendBusyNote, Workers: a.workers,
 		BusyNote: opts.BusyNote, BusyAfter: opts.BusyAfter, Log: log,
 	}
 	a.status.Set(chat.ChannelQQ, "starting", "")

@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/tencent-connect/botgo/dto"
 	"github.com/tencent-connect/botgo/errs"
 
 	"github.com/shipmyagent/ship/adapters"
-	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
@@ -24,19 +21,28 @@ const MaxMessageChars = 2000
 
 // QQ error codes the adapter acts on or explains.
 const (
-	codeAuthInvalid  = 11241
-	codeTokenExpired = 11244
-	codeDuplicateSeq = 40054005
-	maxSeqBumps      = 5 // QQ takes at most 5 passive replies per message anyway
+	codeAuthInvalid     = 11241
+	codeTokenExpired    = 11244
+	codeMsgIDExpired    = 40034005
+	codeGuildMsgExpired = 304103 // "消息ID已过期，不能回复"
+	codeEventIDExpired  = 40034026
+	codeReplyLimit      = 40034128 // "被动回复时间或次数超限": time or count
+	codeDuplicateSeq    = 40054005
+	maxSeqBumps         = 5 // msg_seq values skipped at most when QQ says one was used
 )
 
 var codeHints = map[int]string{
-	codeAuthInvalid:  "Authorization rejected",
-	codeTokenExpired: "access token expired or unknown",
-	40034005:         "msg_id expired (outside the passive-reply window)",
-	40034024:         "msg_id invalid",
-	codeDuplicateSeq: "msg_seq already used for this msg_id",
-	22009:            "message rate limit reached",
+	codeAuthInvalid:     "Authorization rejected",
+	codeTokenExpired:    "access token expired or unknown",
+	codeMsgIDExpired:    "msg_id expired (outside the passive-reply window)",
+	codeGuildMsgExpired: "message id expired (outside the passive-reply window)",
+	codeEventIDExpired:  "event_id expired (outside the passive-reply window)",
+	40034024:            "msg_id invalid",
+	codeReplyLimit:      "passive-reply time or count limit exceeded",
+	codeDuplicateSeq:    "msg_seq already used for this msg_id",
+	codeURLRefused:      "links are not allowed",
+	codeGuildURL:        "links are not allowed",
+	22009:               "message rate limit reached",
 }
 
 // APIError is QQ's refusal of an API call, read from its answer.
@@ -106,43 +112,115 @@ func (textReply) GetEventID() string { return "" }
 func (textReply) GetSendType() dto.SendType { return dto.Text }
 
 // SendText is the qq channel's dispatcher: the text goes, split, as passive
-// replies to the triggering message, to the route of its chat kind.
+// replies to the triggering message, to the route of its chat kind. See
+// SendTextReport.
 func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, text string) error {
+	_, err := a.send(ctx, req, text, false)
+	return err
+}
+
+// SendTextReport sends like SendText and says what the user got when it
+// differs from text: QQ refuses links, so a part QQ refused for one is sent
+// again with its links made non-clickable (links.go), and the Delivery
+// tells the model. Where QQ limits passive replies (groups: 5 minutes, C2C:
+// 60 minutes, 5 replies per message) a reply past the window, or one that
+// would need more replies than are left even packed densely, is not sent:
+// the error wraps dispatch.ErrReplyExpired or dispatch.ErrReplyLimit and
+// says why.
+func (a *Adapter) SendTextReport(ctx context.Context, req dispatch.RequestContext, text string) (dispatch.Delivery, error) {
+	return a.send(ctx, req, text, false)
+}
+
+// sendBusyNote is Intake's BusySend: a busy note goes out only if it leaves
+// the answer the replies it may need.
+func (a *Adapter) sendBusyNote(ctx context.Context, req dispatch.RequestContext, text string) error {
+	_, err := a.send(ctx, req, text, true)
+	if errors.Is(err, errNoteSkipped) || dispatch.IsReplyRefused(err) {
+		a.log.Debug().Str("chatKey", req.ChatKey).Str("msgId", req.MessageID).AnErr("reason", err).Msg("qq busy note not sent")
+		return nil
+	}
+	return err
+}
+
+// send claims the replies text needs from its message (packing it densely
+// when the nice cut needs more than are left), then sends the parts in
+// order. Replies claimed for parts that surely did not arrive are given
+// back. note marks the adapter's busy note, which must leave the answer its
+// replies.
+func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text string, note bool) (dispatch.Delivery, error) {
 	a.mu.Lock()
 	started := a.started
 	a.mu.Unlock()
 	if !started {
-		return fmt.Errorf("qq send: %w", errNotRunning)
+		return dispatch.Delivery{}, fmt.Errorf("qq send: %w", errNotRunning)
 	}
-	parts := split.Split(text, MaxMessageChars)
-	if len(parts) == 0 {
-		return errors.New("qq send: the text is empty")
+	if strings.TrimSpace(text) == "" {
+		return dispatch.Delivery{}, errors.New("qq send: the text is empty")
 	}
-	for i, part := range parts {
-		if err := a.sendPart(ctx, req, part); err != nil {
-			if len(parts) > 1 {
-				return fmt.Errorf("part %d of %d of the reply: %w", i+1, len(parts), err)
-			}
-			return err
+	var parts []string
+	err := a.replies.claim(req.ChatType, req.MessageID, note, func(left int) (int, error) {
+		parts = fit(text, left)
+		if left >= 0 && len(parts) > left {
+			rule := replyRules[req.ChatType]
+			return 0, fmt.Errorf("the reply needs %d QQ messages of up to %d characters, but QQ takes at most %d replies to one message "+
+				"and only %d are left: shorten it to at most %d characters: %w",
+				len(parts), MaxMessageChars, rule.max, left, left*MaxMessageChars, dispatch.ErrReplyLimit)
 		}
+		return len(parts), nil
+	})
+	if err != nil {
+		if !note {
+			a.log.Warn().Err(err).Str("chatKey", req.ChatKey).Str("msgId", req.MessageID).Msg("qq reply not sent: QQ would refuse it")
+		}
+		return dispatch.Delivery{}, fmt.Errorf("qq send: %w", err)
 	}
-	return nil
+	sent, altered := make([]string, 0, len(parts)), false
+	for i, part := range parts {
+		out, err := a.sendPart(ctx, req, part)
+		if err != nil {
+			unsent := len(parts) - i
+			if !refusedForSure(err) {
+				unsent-- // it may have arrived: it keeps its reply
+			}
+			a.replies.release(req.MessageID, unsent)
+			if len(parts) > 1 {
+				return dispatch.Delivery{}, fmt.Errorf("part %d of %d of the reply (%d delivered): %w", i+1, len(parts), i, err)
+			}
+			return dispatch.Delivery{}, err
+		}
+		altered = altered || out != part
+		sent = append(sent, out)
+	}
+	if !altered {
+		return dispatch.Delivery{}, nil
+	}
+	return dispatch.Delivery{Sent: strings.Join(sent, "\n"), Notices: []string{linkNotice}}, nil
 }
 
-// sendPart posts one message. msg_seq counts the replies to one msg_id, so
-// every part and every chat_send for one message gets its own. It retries
-// 5xx, 429 and network errors with backoff, and a rejected token once after
-// dropping it; any other refusal is returned as it is (an *APIError).
-func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text string) error {
-	seq := a.seqs.next(req.MessageID)
-	refreshed, uncertain, bumps := false, false, 0
+// refusedForSure reports whether err is QQ's definite refusal (a 4xx other
+// than 429): the message did not arrive.
+func refusedForSure(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.HTTPStatus >= 400 && ae.HTTPStatus < 500 && ae.HTTPStatus != http.StatusTooManyRequests
+}
+
+// sendPart posts one message and returns the text that went out. msg_seq
+// counts the replies to one msg_id, so every part and every chat_send for
+// one message gets its own. It retries 5xx, 429 and network errors with
+// backoff, a rejected token once after dropping it, and a refused link with
+// the links defanged; any other refusal is returned as it is (an
+// *APIError), wrapping dispatch.ErrReplyExpired or ErrReplyLimit where QQ
+// says the message takes no more replies.
+func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text string) (string, error) {
+	seq := a.replies.nextSeq(req.MessageID)
+	refreshed, uncertain, bumps, defanged := false, false, 0, 0
 	for attempt := 1; ; attempt++ {
 		err := a.post(ctx, req, text, seq)
 		if err == nil {
-			return nil
+			return text, nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("qq send: %w", ctx.Err())
+			return "", fmt.Errorf("qq send: %w", ctx.Err())
 		}
 		var ae *APIError
 		isAPI := errors.As(err, &ae)
@@ -155,29 +233,66 @@ func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, tex
 		case isAPI && ae.Code == codeDuplicateSeq && uncertain:
 			// An earlier attempt with this msg_seq timed out or failed on
 			// QQ's side, yet QQ has it: it was delivered.
-			return nil
+			return text, nil
 		case isAPI && ae.Code == codeDuplicateSeq && bumps < maxSeqBumps:
 			// The seq was used before (by an earlier process: the counter
 			// lives in memory), so take the next one.
 			bumps++
-			seq = a.seqs.next(req.MessageID)
+			seq = a.replies.nextSeq(req.MessageID)
 			continue
-		case isAPI && ae.HTTPStatus < 500 && ae.HTTPStatus != http.StatusTooManyRequests:
+		case isAPI && (ae.Code == codeURLRefused || ae.Code == codeGuildURL) && defanged < 2:
+			if next := a.defangFor(text, &defanged); next != text {
+				a.log.Warn().Str("chatKey", req.ChatKey).Str("msgId", req.MessageID).Int("code", ae.Code).Int("level", defanged).
+					Msg("qq refused a link; sending the part again with its links made non-clickable")
+				text, seq = next, a.replies.nextSeq(req.MessageID)
+				continue
+			}
+		}
+		if isAPI && ae.HTTPStatus < 500 && ae.HTTPStatus != http.StatusTooManyRequests {
 			a.log.Error().Str("chatKey", req.ChatKey).Str("msgId", req.MessageID).Int("status", ae.HTTPStatus).
 				Int("code", ae.Code).Str("message", ae.Message).Str("traceId", ae.TraceID).Msg("qq refused the message")
-			return err
+			return "", a.closedBy(req.MessageID, ae)
 		}
 		uncertain = uncertain || !isAPI || ae.HTTPStatus >= 500
 		if attempt >= a.opts.MaxAttempts {
 			a.log.Error().Err(err).Str("chatKey", req.ChatKey).Int("attempts", attempt).Msg("qq send failed")
-			return fmt.Errorf("qq send failed after %d attempts: %w", attempt, err)
+			return "", fmt.Errorf("qq send failed after %d attempts: %w", attempt, err)
 		}
 		wait := adapters.Jitter(a.opts.RetryBase << (attempt - 1))
 		a.log.Warn().Err(err).Str("chatKey", req.ChatKey).Dur("wait", wait).Msg("qq send failed; retrying")
 		if !adapters.SleepCtx(ctx, wait) {
-			return fmt.Errorf("qq send: %w", ctx.Err())
+			return "", fmt.Errorf("qq send: %w", ctx.Err())
 		}
 	}
+}
+
+// defangFor returns text with its links made non-clickable at the next
+// level that changes it, counting the levels tried in *level; text itself
+// when no level changes it.
+func (a *Adapter) defangFor(text string, level *int) string {
+	for *level < 2 {
+		*level++
+		if out := defang(text, *level); out != text {
+			return out
+		}
+	}
+	return text
+}
+
+// closedBy returns QQ's refusal ae, marked as the end of the message's
+// replies when it is one (and remembered, so later sends fail at once).
+func (a *Adapter) closedBy(msgID string, ae *APIError) error {
+	var err error
+	switch ae.Code {
+	case codeMsgIDExpired, codeGuildMsgExpired, codeEventIDExpired:
+		err = fmt.Errorf("%w: %w", ae, dispatch.ErrReplyExpired)
+	case codeReplyLimit:
+		err = fmt.Errorf("%w: %w", ae, dispatch.ErrReplyLimit)
+	default:
+		return ae
+	}
+	a.replies.close(msgID, err)
+	return err
 }
 
 // post makes one API call. botgo's openapi client changes shared state on
@@ -203,44 +318,4 @@ func (a *Adapter) post(ctx context.Context, req dispatch.RequestContext, text st
 		return describe(err)
 	}
 	return nil
-}
-
-// seqCounter hands out msg_seq values per msg_id, from 1. QQ takes passive
-// replies for at most an hour, so entries older than two are forgotten.
-type seqCounter struct {
-	mu sync.Mutex
-	m  map[string]*seqState
-}
-
-type seqState struct {
-	n    uint32
-	used time.Time
-}
-
-// next returns the next msg_seq for msgID (0 for an active message).
-func (c *seqCounter) next(msgID string) uint32 {
-	if msgID == "" {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	if c.m == nil {
-		c.m = make(map[string]*seqState)
-	}
-	st := c.m[msgID]
-	if st == nil {
-		if len(c.m) >= 5_000 {
-			for id, s := range c.m {
-				if now.Sub(s.used) > 2*time.Hour {
-					delete(c.m, id)
-				}
-			}
-		}
-		st = &seqState{}
-		c.m[msgID] = st
-	}
-	st.n++
-	st.used = now
-	return st.n
 }

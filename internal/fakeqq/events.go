@@ -76,12 +76,17 @@ func (s *Server) build(typ string, d map[string]any) Event {
 	s.mu.Lock()
 	n := s.nextIDLocked()
 	mid := fmt.Sprintf("ROBOT1.0_msg%06d", n)
-	s.known[mid] = true
+	now := s.nowLocked().Truncate(time.Second)
+	s.known[mid] = knownMsg{kind: kindOf[typ], at: now}
 	s.mu.Unlock()
 	d["id"] = mid
-	d["timestamp"] = time.Now().In(time.FixedZone("CST", shanghaiZone)).Format(timestampForm)
+	// QQ's timestamps have whole seconds; the windows count from them.
+	d["timestamp"] = now.In(time.FixedZone("CST", shanghaiZone)).Format(timestampForm)
 	return Event{ID: fmt.Sprintf("%s:ev%06d", typ, n), Type: typ, MessageID: mid, Data: d}
 }
+
+// kindOf maps an event type to the kind of chat its replies go to.
+var kindOf = map[string]string{EventGroupAt: "group", EventC2C: "c2c", EventAt: "channel", EventDirect: "dm"}
 
 // PushGroupAt builds a GroupAt event and pushes it.
 func (s *Server) PushGroupAt(groupOpenID, memberOpenID, content string) Event {

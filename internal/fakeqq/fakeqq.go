@@ -9,13 +9,22 @@
 // channels, guild DMs, groups and C2C chats. Every REST call must carry
 // "Authorization: QQBot <token>" with a token the fake issued and that has not
 // expired, or it gets 401 with QQ's error body. Replies are checked as QQ
-// checks them: a repeated (msg_id, msg_seq) is refused with 40054005 and a
-// msg_id the fake never sent with 40034024.
+// checks them (rules.go): a msg_id the fake never sent is refused with
+// 40034024, a repeated (msg_id, msg_seq) with 40054005, a group reply more
+// than 5 minutes and a C2C reply more than 60 minutes after the user's
+// message with 40034005, a sixth reply to one group or C2C message with
+// 40034128, and text with a link or anything that looks like a domain
+// ("example.com", "1.sh", "crawler.py") with 40054010 in groups and C2C
+// chats and 304003 in guild channels and DMs.
+//
+// Reply windows run on the fake's clock: Options.Now, moved on with Advance,
+// so tests need not wait. Tokens expire on the wall clock.
 //
 // Tests play the users with the Push* methods (or build events with GroupAt,
 // C2C, ChannelAt and Direct and hand them to Push or DeliverWebhook), break
-// things with DropConnection, Redeliver and FailNext, and read what the bot
-// did with Sent and WaitSent.
+// things with DropConnection, Redeliver and FailNext, move time on with
+// Advance, and read what the bot did with Sent and WaitSent (and what the
+// fake refused by QQ's rules with Rejected).
 //
 // The package does not import "testing": it serves tests and load programs
 // alike. All methods are safe for concurrent use.
@@ -42,8 +51,21 @@ const (
 	CodeTokenExpired = 11244    // token unknown or expired
 	CodeMsgIDExpired = 40034005 // msg_id outside the passive-reply window
 	CodeMsgIDInvalid = 40034024 // msg_id unknown
+	CodeReplyLimit   = 40034128 // passive-reply time or count exceeded: sent for the 6th reply
 	CodeDuplicateSeq = 40054005 // (msg_id, msg_seq) already used
+	CodeURLRefused   = 40054010 // groups and C2C: "消息发送失败, 不允许发送url …"
+	CodeGuildURL     = 304003   // guild channels and DMs: "url not allowed"
 	CodeBadAppSecret = 100016   // token endpoint: wrong appId or clientSecret
+)
+
+// QQ's passive-reply rules for groups and C2C chats (bot.q.qq.com, "发送消息"):
+// a reply must come within the window after the user's message, and one
+// message takes at most MaxReplies replies. Guild channels and DMs have
+// neither rule here.
+const (
+	GroupReplyWindow = 5 * time.Minute
+	C2CReplyWindow   = 60 * time.Minute
+	MaxReplies       = 5
 )
 
 const (
@@ -74,6 +96,9 @@ type Options struct {
 	TokenLifetime time.Duration
 	// HeartbeatInterval is sent in Hello (default 41.25 s, as QQ does).
 	HeartbeatInterval time.Duration
+	// Now is the fake's clock for message timestamps and reply windows (nil
+	// → time.Now); Advance moves it on.
+	Now func() time.Time
 }
 
 // Sent records one message the bot posted successfully.
@@ -87,6 +112,17 @@ type Sent struct {
 	MsgType int    // msg_type, -1 when absent
 	ID      string // the id the fake gave the new message
 	At      time.Time
+}
+
+// Rejected records one message the fake refused by QQ's rules (not an
+// injected failure).
+type Rejected struct {
+	Path    string
+	Content string
+	MsgID   string
+	MsgSeq  int
+	Status  int // HTTP status
+	Code    int // QQ's code
 }
 
 // Failure is an error answer injected with FailNext.
@@ -118,8 +154,11 @@ type Server struct {
 	calls      map[string]int
 	fails      map[string][]Failure
 	sent       []Sent
-	replied    map[string]bool // msg_id + "\x00" + msg_seq already used
-	known      map[string]bool // message ids the fake sent to the bot
+	rejected   []Rejected
+	replied    map[string]bool     // msg_id + "\x00" + msg_seq already used
+	known      map[string]knownMsg // message ids the fake sent to the bot
+	replies    map[string]int      // replies accepted per msg_id
+	skew       time.Duration       // added to Options.Now by Advance
 
 	// gateway
 	conns      map[*wsConn]bool // open connections
@@ -151,6 +190,9 @@ func Start(opts Options) (*Server, error) {
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = defaultHeartbeat
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fakeqq: listen: %w", err)
@@ -165,7 +207,8 @@ func Start(opts Options) (*Server, error) {
 		calls:    map[string]int{},
 		fails:    map[string][]Failure{},
 		replied:  map[string]bool{},
-		known:    map[string]bool{},
+		known:    map[string]knownMsg{},
+		replies:  map[string]int{},
 		conns:    map[*wsConn]bool{},
 		sessions: map[string]*session{},
 		events:   map[string]Event{},

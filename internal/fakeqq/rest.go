@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// apiError is QQ's error body.
+// apiError is QQ's error body (see qqError for the v2 shape).
 type apiError struct {
 	status  int
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	ErrCode int    `json:"err_code,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -151,23 +153,20 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, kind, targe
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if body.MsgID != "" {
-		if !s.known[body.MsgID] {
-			writeError(w, &apiError{status: http.StatusBadRequest, Code: CodeMsgIDInvalid, Message: "msg_id invalid"})
-			return
-		}
-		key := body.MsgID + "\x00" + strconv.Itoa(body.MsgSeq)
-		if s.replied[key] {
-			writeError(w, &apiError{status: http.StatusBadRequest, Code: CodeDuplicateSeq, Message: "消息被去重，请检查请求msgseq"})
-			return
-		}
-		s.replied[key] = true
+	if e := s.checkReplyLocked(kind, body.Content, body.MsgID, body.MsgSeq); e != nil {
+		s.rejected = append(s.rejected, Rejected{
+			Path: r.URL.Path, Content: body.Content, MsgID: body.MsgID, MsgSeq: body.MsgSeq, Status: e.status, Code: e.Code,
+		})
+		s.broadcastLocked()
+		writeError(w, e)
+		return
 	}
+	s.acceptReplyLocked(body.MsgID, body.MsgSeq)
 	msgType := -1
 	if body.MsgType != nil {
 		msgType = *body.MsgType
 	}
-	now := time.Now()
+	now := s.nowLocked()
 	sent := Sent{
 		Path: r.URL.Path, Kind: kind, Target: target, Content: body.Content,
 		MsgID: body.MsgID, MsgSeq: body.MsgSeq, MsgType: msgType,
@@ -204,5 +203,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
+	if e.ErrCode != 0 {
+		e.TraceID = w.Header().Get(traceHeader)
+	}
 	writeJSON(w, e.status, e)
 }

@@ -96,24 +96,42 @@ type Deliverer struct {
 // it as an assistant entry. The entry is written only after the platform
 // accepted the text, so the log never claims a reply the user did not get.
 func (d *Deliverer) Deliver(ctx context.Context, text, via string) error {
+	_, err := d.DeliverReport(ctx, text, via)
+	return err
+}
+
+// DeliverReport is Deliver that also returns what the platform reported
+// about the delivery (a Reporter's Delivery; zero for other dispatchers).
+// The assistant entry holds the text as the user got it, with the notices
+// in its meta. A refusal by the platform's reply rules is noted in the
+// run's Refusals, if ctx carries one.
+func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delivery, error) {
 	req, ok := RequestFromContext(ctx)
 	if !ok || req.Channel == "" {
-		return ErrNoRequest
+		return Delivery{}, ErrNoRequest
 	}
 	disp, ok := d.Registry.Lookup(req.Channel)
 	if !ok {
-		return fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
+		return Delivery{}, fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
 	}
 	if d.BeforeSend != nil {
 		if err := d.BeforeSend(ctx); err != nil {
-			return fmt.Errorf("recording the reply before sending: %w", err)
+			return Delivery{}, fmt.Errorf("recording the reply before sending: %w", err)
 		}
 	}
-	if err := disp.SendText(ctx, req, text); err != nil {
-		return fmt.Errorf("delivering to %s: %w", req.Channel, err)
+	var dl Delivery
+	var err error
+	if r, ok := disp.(Reporter); ok {
+		dl, err = r.SendTextReport(ctx, req, text)
+	} else {
+		err = disp.SendText(ctx, req, text)
+	}
+	noteSend(ctx, err)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("delivering to %s: %w", req.Channel, err)
 	}
 	if d.Store == nil {
-		return nil
+		return dl, nil
 	}
 	meta := map[string]any{"via": via}
 	if req.MessageID != "" {
@@ -125,7 +143,13 @@ func (d *Deliverer) Deliver(ctx context.Context, text, via string) error {
 	if req.ThreadID != "" {
 		meta["threadId"] = req.ThreadID
 	}
-	_, err := d.Store.Append(ctx, chat.ChatLogEntryV1{
+	if dl.Sent != "" {
+		text = dl.Sent
+	}
+	if len(dl.Notices) > 0 {
+		meta["notices"] = dl.Notices
+	}
+	_, err = d.Store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: req.Channel,
 		ChatID:  req.ChatID,
 		ChatKey: req.ChatKey,
@@ -137,6 +161,31 @@ func (d *Deliverer) Deliver(ctx context.Context, text, via string) error {
 		// The user has the reply; losing the log line must not turn a
 		// delivered reply into a reported failure (the model would resend).
 		zerolog.Ctx(ctx).Error().Err(err).Str("chatKey", req.ChatKey).Msg("logging delivered reply")
+	}
+	return dl, nil
+}
+
+// EventUndelivered marks the system entry LogUndelivered writes (meta.event).
+const EventUndelivered = "reply_undelivered"
+
+// LogUndelivered leaves a system entry in the chat of the request carried by
+// ctx saying that a reply did not reach the user, and why (err). The entry
+// names the message in meta.replyTo, not in its messageId: the user's
+// message stays part of the conversation.
+func (d *Deliverer) LogUndelivered(ctx context.Context, err error) error {
+	req, ok := RequestFromContext(ctx)
+	if !ok || req.ChatKey == "" || d.Store == nil {
+		return nil
+	}
+	meta := map[string]any{"event": EventUndelivered}
+	if req.MessageID != "" {
+		meta["replyTo"] = req.MessageID
+	}
+	if _, aerr := d.Store.Append(ctx, chat.ChatLogEntryV1{
+		Channel: req.Channel, ChatID: req.ChatID, ChatKey: req.ChatKey,
+		Role: chat.RoleSystem, Text: "reply not delivered: " + err.Error(), Meta: meta,
+	}); aerr != nil {
+		return fmt.Errorf("logging an undelivered reply: %w", aerr)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -179,6 +180,20 @@ func (r *runEvents) finished(res agent.AgentResult, err error, durationMS int64)
 		e.Usage = &events.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
 	}
 	r.publish(e)
+}
+
+// undelivered ends the run with an error event: a reply was refused by the
+// platform's reply rules and nothing was delivered after it.
+func (r *runEvents) undelivered(err error) {
+	code := "REPLY_REFUSED"
+	switch {
+	case errors.Is(err, dispatch.ErrReplyExpired):
+		code = "REPLY_WINDOW_CLOSED"
+	case errors.Is(err, dispatch.ErrReplyLimit):
+		code = "REPLY_LIMIT_REACHED"
+	}
+	r.publish(events.Event{Type: events.TypeError, UserMessageID: r.trigger, ErrorCode: code,
+		ErrorMessage: "reply not delivered: " + err.Error()})
 }
 
 func (r *runEvents) textID(step int) string { return fmt.Sprintf("%s-t%d", r.base.TaskID, step) }

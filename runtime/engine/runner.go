@@ -50,6 +50,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		Str("channel", job.Request.Channel).Logger()
 	ctx = log.WithContext(ctx)
 	ctx = dispatch.WithRequest(ctx, job.Request)
+	ctx, refusals := dispatch.WithRefusals(ctx)
 	journaled := job.Journaled && r.Journal != nil
 	if journaled {
 		if err := r.Journal.Start(item.ID); err != nil {
@@ -69,9 +70,29 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 			log.Error().Err(err).Msg("journal: recording the end of a run")
 		}
 	}
-	ev.finished(out.Result, out.Err, time.Since(started).Milliseconds())
+	refused := refusals.Unresolved()
+	if refused != nil {
+		r.reportUndelivered(ctx, refused, log)
+	}
+	if refused != nil && out.Err == nil {
+		// The run did its part, but the user is missing (part of) the
+		// answer: the run's watchers hear that, not "completed".
+		ev.undelivered(refused)
+	} else {
+		ev.finished(out.Result, out.Err, time.Since(started).Milliseconds())
+	}
 	if job.OnDone != nil {
 		job.OnDone(out)
+	}
+}
+
+// reportUndelivered logs a reply the platform's reply rules refused, with
+// no reply delivered after it, and leaves a system entry in the chat's log.
+func (r *Runner) reportUndelivered(ctx context.Context, err error, log zerolog.Logger) {
+	req, _ := dispatch.RequestFromContext(ctx)
+	log.Error().Err(err).Str("messageId", req.MessageID).Msg("reply not delivered: the platform refused it")
+	if lerr := r.Deliverer.LogUndelivered(ctx, err); lerr != nil {
+		log.Error().Err(lerr).Msg("logging an undelivered reply")
 	}
 }
 
