@@ -1,0 +1,278 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+)
+
+// ExecShellName is the name the model calls exec_shell by.
+const ExecShellName = "exec_shell"
+
+// Defaults of exec_shell, used where ExecShellOptions leaves a zero.
+const (
+	DefaultExecTimeout    = 30 * time.Second
+	DefaultExecMaxTimeout = 5 * time.Minute
+	DefaultExecMaxOutput  = 64 << 10 // bytes kept of stdout, and of stderr
+)
+
+// logCommandLimit caps the command as written to the log.
+const logCommandLimit = 4 << 10
+
+// ExecShellOptions configure exec_shell.
+type ExecShellOptions struct {
+	// Dir is the folder the command runs in (the project folder). Empty
+	// means the process's working directory; a relative path is made
+	// absolute at construction.
+	Dir string
+	// DefaultTimeout applies when the call gives no timeoutMs (default
+	// 30 s); MaxTimeout caps any timeoutMs (default 5 min). A default above
+	// the maximum is lowered to it.
+	DefaultTimeout, MaxTimeout time.Duration
+	// MaxOutput is how many bytes of stdout, and of stderr, are kept
+	// (default 64 KiB each); the rest is counted and dropped.
+	MaxOutput int
+	// DropEnv names the environment variables the command must not see
+	// (LLM_API_KEY, TELEGRAM_BOT_TOKEN, ...). Their values at construction
+	// are added to Secrets.
+	DropEnv []string
+	// Secrets are values that must never reach the model or the log: any
+	// variable whose value contains one is dropped from the command's
+	// environment, and every occurrence in the output or the logged command
+	// is replaced by "<redacted>". Values shorter than 6 bytes (after
+	// trimming spaces) are ignored: redacting them would mangle ordinary
+	// output, and they are too short to be real credentials.
+	Secrets []string
+	// Logger receives one line per command (field tool=exec_shell) with
+	// the redacted command, the exit code and the duration.
+	Logger zerolog.Logger
+}
+
+// ExecShell is the exec_shell tool: it runs `sh -c command` in Dir with a
+// timeout, in a process group of its own that is killed whole when the
+// command ends, times out or the run is cancelled, with the environment
+// stripped of secrets and the output capped and redacted. Whether a command
+// may run at all is for the caller to decide (see ExecShellCommand). It is
+// safe for concurrent use.
+type ExecShell struct {
+	dir            string
+	defaultTimeout time.Duration
+	maxTimeout     time.Duration
+	maxOutput      int
+	dropEnv        map[string]bool
+	secrets        *secretSet
+	log            zerolog.Logger
+}
+
+// NewExecShell builds exec_shell from opts, filling in the defaults.
+func NewExecShell(opts ExecShellOptions) *ExecShell {
+	t := &ExecShell{
+		dir:            opts.Dir,
+		defaultTimeout: opts.DefaultTimeout,
+		maxTimeout:     opts.MaxTimeout,
+		maxOutput:      opts.MaxOutput,
+		dropEnv:        map[string]bool{},
+		log:            opts.Logger.With().Str("tool", ExecShellName).Logger(),
+	}
+	if t.dir != "" {
+		if abs, err := filepath.Abs(t.dir); err == nil {
+			t.dir = abs
+		}
+	}
+	if t.maxTimeout <= 0 {
+		t.maxTimeout = DefaultExecMaxTimeout
+	}
+	if t.defaultTimeout <= 0 {
+		t.defaultTimeout = DefaultExecTimeout
+	}
+	t.defaultTimeout = min(t.defaultTimeout, t.maxTimeout)
+	if t.maxOutput <= 0 {
+		t.maxOutput = DefaultExecMaxOutput
+	}
+	values := append([]string(nil), opts.Secrets...)
+	for _, name := range opts.DropEnv {
+		t.dropEnv[name] = true
+		values = append(values, os.Getenv(name))
+	}
+	t.secrets = newSecretSet(values)
+	return t
+}
+
+// Definition describes exec_shell to the model.
+func (t *ExecShell) Definition() llms.FunctionDefinition {
+	where := "the project folder " + t.dir
+	if t.dir == "" {
+		where = "the project folder (the current directory)"
+	}
+	return llms.FunctionDefinition{
+		Name: ExecShellName,
+		Description: fmt.Sprintf("Run a shell command with `sh -c` in %s and get its exit code, stdout and stderr. "+
+			"The command has no input (stdin is empty) and no terminal. It is stopped, with every process it started, "+
+			"when it times out (default %s, at most %s) or when it finishes: nothing keeps running in the background. "+
+			"Only the first %d bytes of stdout and of stderr come back; the rest is counted and dropped, so filter long output (head, grep). "+
+			"Credentials are not in its environment and are shown as <redacted>.",
+			where, t.defaultTimeout, t.maxTimeout, t.maxOutput),
+		Parameters: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"command": map[string]any{"type": "string", "description": "The shell command line, run as `sh -c command`."},
+				"timeoutMs": map[string]any{"type": "integer", "minimum": 1, "maximum": t.maxTimeout.Milliseconds(),
+					"description": fmt.Sprintf("Timeout in milliseconds (default %d, at most %d).", t.defaultTimeout.Milliseconds(), t.maxTimeout.Milliseconds())},
+			},
+			"required": []string{"command"},
+		},
+	}
+}
+
+// execArgs are exec_shell's arguments.
+type execArgs struct {
+	Command   string   `json:"command"`
+	TimeoutMs *float64 `json:"timeoutMs"`
+}
+
+// errExecArgs marks arguments exec_shell refuses; its text starts with
+// "arguments" so that the stream reports an invalid input.
+var errExecArgs = errors.New("arguments")
+
+func parseExecArgs(args json.RawMessage) (execArgs, error) {
+	var in execArgs
+	if err := json.Unmarshal(args, &in); err != nil {
+		return in, fmt.Errorf(`%w must be an object {"command": string, "timeoutMs"?: integer}: %w`, errExecArgs, err)
+	}
+	switch {
+	case strings.TrimSpace(in.Command) == "":
+		return in, fmt.Errorf("%w: command is empty", errExecArgs)
+	case strings.ContainsRune(in.Command, 0):
+		return in, fmt.Errorf("%w: command contains a NUL byte", errExecArgs)
+	case in.TimeoutMs != nil && *in.TimeoutMs < 1:
+		return in, fmt.Errorf("%w: timeoutMs must be a positive number of milliseconds", errExecArgs)
+	}
+	return in, nil
+}
+
+// ExecShellCommand returns the command line exec_shell would run for args,
+// exactly as it will be given to `sh -c`, so that a policy can match it
+// before the call. It fails, as Call would, on arguments that are not an
+// object with a non-empty string command and a positive timeoutMs if any.
+func ExecShellCommand(args json.RawMessage) (string, error) {
+	in, err := parseExecArgs(args)
+	if err != nil {
+		return "", err
+	}
+	return in.Command, nil
+}
+
+// timeout picks the timeout of a call and says whether it was clamped.
+func (t *ExecShell) timeout(ms *float64) (time.Duration, bool) {
+	if ms == nil {
+		return t.defaultTimeout, false
+	}
+	if *ms > float64(t.maxTimeout.Milliseconds()) {
+		return t.maxTimeout, true
+	}
+	return time.Duration(math.Trunc(*ms)) * time.Millisecond, false
+}
+
+// Call runs the command and reports how it ended. A command that ran and
+// exited non-zero, timed out or was cancelled gives success false with its
+// exit code and output; only arguments it refuses and a command that could
+// not be started give an error alone.
+func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolResult {
+	in, err := parseExecArgs(args)
+	if err != nil {
+		return failure(err.Error())
+	}
+	logged := clipText(t.secrets.redactString(in.Command), logCommandLimit)
+	if err := ctx.Err(); err != nil {
+		return failure("the run was cancelled before the command started: " + err.Error())
+	}
+	timeout, clamped := t.timeout(in.TimeoutMs)
+	limit := t.maxOutput + t.secrets.lookahead()
+	out, err := runGroup(ctx, runSpec{
+		command: in.Command,
+		dir:     t.dir,
+		env:     t.environ(),
+		timeout: timeout,
+		keep:    limit,
+	})
+	if err != nil {
+		t.log.Error().Err(err).Str("command", logged).Msg("exec_shell: the command could not be run")
+		return failure(t.secrets.redactString(fmt.Sprintf("the command could not be run: %v", err)))
+	}
+	stdout, stdoutCut := t.secrets.clip(out.stdout.head, out.stdout.total, t.maxOutput)
+	stderr, stderrCut := t.secrets.clip(out.stderr.head, out.stderr.total, t.maxOutput)
+
+	fields := map[string]any{
+		"exitCode":   out.exitCode,
+		"stdout":     stdout,
+		"stderr":     stderr,
+		"durationMs": out.duration.Milliseconds(),
+		"timeoutMs":  timeout.Milliseconds(),
+	}
+	if clamped {
+		fields["timeoutClamped"] = true
+		fields["requestedTimeoutMs"] = math.Trunc(*in.TimeoutMs)
+	}
+	if stdoutCut > 0 {
+		fields["stdoutCutBytes"] = stdoutCut
+	}
+	if stderrCut > 0 {
+		fields["stderrCutBytes"] = stderrCut
+	}
+	if out.signal != "" {
+		fields["signal"] = out.signal
+	}
+	ok := false
+	switch {
+	case out.timedOut:
+		fields["timedOut"] = true
+		fields["error"] = fmt.Sprintf("the command timed out after %d ms; it and every process it started were killed", timeout.Milliseconds())
+	case out.cancelled:
+		fields["cancelled"] = true
+		fields["error"] = "the run was cancelled; the command and every process it started were killed"
+	case out.signal != "":
+		fields["error"] = "the command was terminated by signal " + out.signal
+	case out.exitCode != 0:
+		fields["error"] = fmt.Sprintf("the command ran and exited with code %d", out.exitCode)
+	default:
+		ok = true
+	}
+	if out.detached {
+		fields["warning"] = "a process that left the command's process group kept its output open and may still be running"
+	}
+
+	ev := t.log.Info()
+	if out.detached || out.killErr != nil {
+		ev = t.log.Warn().AnErr("killError", out.killErr)
+	}
+	ev.Str("command", logged).Int("exitCode", out.exitCode).Int64("durationMs", out.duration.Milliseconds()).
+		Bool("timedOut", out.timedOut).Bool("cancelled", out.cancelled).Str("signal", out.signal).
+		Int64("stdoutBytes", out.stdout.total).Int64("stderrBytes", out.stderr.total).Bool("detached", out.detached).
+		Msg("exec_shell: command finished")
+	return shellResult(ok, fields)
+}
+
+// shellResult is result without HTML escaping: shell output is full of <, >
+// and &, and the model reads them better as they are.
+func shellResult(ok bool, fields map[string]any) agent.ToolResult {
+	fields["success"] = ok
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		return failure("encoding the result failed")
+	}
+	return agent.ToolResult{Content: strings.TrimSuffix(b.String(), "\n"), OK: ok}
+}
