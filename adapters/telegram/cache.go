@@ -15,6 +15,10 @@ import (
 const (
 	maxCacheBytes = 256 << 20
 	maxCacheAge   = 7 * 24 * time.Hour
+	// pruneEvery is how often at most the cache is checked against them;
+	// a burst of downloads between checks is bounded by the Bot API's 20
+	// MB per file.
+	pruneEvery = 10 * time.Minute
 )
 
 // pruneFiles keeps the files under dir within maxBytes and maxAge (by

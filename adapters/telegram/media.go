@@ -83,8 +83,13 @@ func (a *Adapter) download(ctx context.Context, m *tgbotapi.Message) (where stri
 		a.log.Warn().Err(err).Str("kind", kind).Msg("telegram file download failed")
 		return "download failed", true
 	}
-	if err := pruneFiles(dir, maxCacheBytes, maxCacheAge, time.Now()); err != nil {
-		a.log.Warn().Err(err).Msg("pruning the telegram download cache")
+	// Walking the cache on every download would put a directory scan in
+	// the receive path of every photo: prune at most once per interval.
+	now := time.Now()
+	if last := a.pruned.Load(); now.UnixNano()-last >= int64(pruneEvery) && a.pruned.CompareAndSwap(last, now.UnixNano()) {
+		if err := pruneFiles(dir, maxCacheBytes, maxCacheAge, now); err != nil {
+			a.log.Warn().Err(err).Msg("pruning the telegram download cache")
+		}
 	}
 	return "saved at " + dst, true
 }

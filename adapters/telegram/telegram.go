@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -72,6 +73,9 @@ type Adapter struct {
 	intake  *adapters.Intake
 	allowC  map[int64]bool
 	allowU  map[int64]bool
+
+	// pruned is when the download cache was last pruned (Unix ns).
+	pruned atomic.Int64
 
 	mu    sync.RWMutex
 	bot   me   // set once getMe answered
