@@ -4,42 +4,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/adapters/split"
+	"github.com/shipmyagent/ship/internal/fakeclock"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/fakeqq"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/events"
 )
 
-// testClock is the one clock of a test: the fake QQ's (message timestamps,
+// newClock is the one clock of a test: the fake QQ's (message timestamps,
 // reply windows) and the adapter's. Advancing it replaces waiting.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *testClock { return &testClock{t: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC))
 }
 
 // withClock is a setup whose fake QQ and adapter share clock.
-func withClock(clock *testClock, model fakeopenai.Handler, opts func(*qq.Options)) setup {
+func withClock(clock *fakeclock.Clock, model fakeopenai.Handler, opts func(*qq.Options)) setup {
 	return setup{
 		fake:  fakeqq.Options{Now: clock.Now},
 		model: model,
@@ -165,12 +150,12 @@ func TestLinksAreMadeNonClickableWhenQQRefusesThem(t *testing.T) {
 func TestGroupReplyAfterTheWindowIsRefusedAndReported(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		advance func(*testClock, *fakeqq.Server)
+		advance func(*fakeclock.Clock, *fakeqq.Server)
 	}{
 		// The adapter knows the window has passed and does not even try.
-		{"both clocks", func(c *testClock, _ *fakeqq.Server) { c.Advance(fakeqq.GroupReplyWindow + time.Second) }},
+		{"both clocks", func(c *fakeclock.Clock, _ *fakeqq.Server) { c.Advance(fakeqq.GroupReplyWindow + time.Second) }},
 		// Only QQ knows (say after a restart): its refusal is reported the same way.
-		{"QQ's clock only", func(_ *testClock, s *fakeqq.Server) { s.Advance(fakeqq.GroupReplyWindow + time.Second) }},
+		{"QQ's clock only", func(_ *fakeclock.Clock, s *fakeqq.Server) { s.Advance(fakeqq.GroupReplyWindow + time.Second) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newClock()

@@ -9,29 +9,12 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/shipmyagent/ship/internal/fakeclock"
 	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
-// fakeClock is a settable clock for the limiter; safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newFakeClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // allowed counts how many of n messages from user in chatKey get through.

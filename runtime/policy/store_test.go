@@ -9,24 +9,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shipmyagent/ship/internal/fakeclock"
 )
 
-// clock is a fake clock tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newStore(t *testing.T) (*Store, *clock, string) {
+func newStore(t *testing.T) (*Store, *fakeclock.Clock, string) {
 	t.Helper()
-	c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "state", "approvals.json")
 	s, err := OpenStore(path, Options{Now: c.Now})
 	if err != nil {
@@ -35,7 +24,7 @@ func newStore(t *testing.T) (*Store, *clock, string) {
 	return s, c, path
 }
 
-func reopen(t *testing.T, path string, c *clock) *Store {
+func reopen(t *testing.T, path string, c *fakeclock.Clock) *Store {
 	t.Helper()
 	s, err := OpenStore(path, Options{Now: c.Now})
 	if err != nil {
@@ -142,7 +131,7 @@ func TestDenyThenApproveAndExpiry(t *testing.T) {
 	if b.Code == a.Code {
 		t.Fatal("a decided code was reused")
 	}
-	c.Add(DefaultApprovalTTL)
+	c.Advance(DefaultApprovalTTL)
 	if _, _, err := s.Approve(b.Code, admin); !errors.Is(err, ErrExpired) {
 		t.Errorf("approving at expiry: %v", err)
 	}
@@ -167,14 +156,14 @@ func TestGrantExpires(t *testing.T) {
 	if _, _, err := s.Approve(a.Code, admin); err != nil {
 		t.Fatal(err)
 	}
-	c.Add(DefaultGrantTTL)
+	c.Advance(DefaultGrantTTL)
 	if _, ok, _ := s.UseGrant(chatA, "exec_shell", ask.ArgsJSON); ok {
 		t.Error("an expired grant was used")
 	}
 }
 
 func TestGrantMaxUses(t *testing.T) {
-	c := &clock{t: time.Unix(1e9, 0)}
+	c := fakeclock.New(time.Unix(1e9, 0))
 	s, err := OpenStore(filepath.Join(t.TempDir(), "a.json"), Options{GrantMaxUses: 2, GrantTTL: time.Minute, ApprovalTTL: time.Second, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +211,7 @@ func TestStoreSurvivesReopen(t *testing.T) {
 	}
 
 	// Expiry is reported once, also across a reopen.
-	c.Add(DefaultApprovalTTL + time.Second)
+	c.Advance(DefaultApprovalTTL + time.Second)
 	exp, err := s.Expire()
 	if err != nil || len(exp) != 2 || exp[0].Code == exp[1].Code {
 		t.Fatalf("Expire = %+v, %v", exp, err)
@@ -245,7 +234,7 @@ func TestStoreIsBounded(t *testing.T) {
 	s, c, path := newStore(t)
 	a, _ := s.Request(ask)
 	s.Approve(a.Code, admin)
-	c.Add(DefaultRetain + DefaultApprovalTTL + time.Minute)
+	c.Advance(DefaultRetain + DefaultApprovalTTL + time.Minute)
 	b, _ := s.Request(ask)
 	if _, ok := s.Get(a.Code); ok {
 		t.Error("a decided approval was kept past Retain")
