@@ -42,9 +42,11 @@ type Host interface {
 	Record(ctx context.Context, s ingress.Submission) error
 	// Position reports where an accepted message stands (0: running).
 	Position(id string) (int, bool)
-	// Command answers /start, /help, /status or /clear; ok is false for
-	// any other name.
-	Command(ctx context.Context, name string, req dispatch.RequestContext) (reply string, ok bool)
+	// Command answers one of the core's chat commands (/start, /help,
+	// /status, /clear, /approve CODE, /deny CODE) at once; args is the text
+	// after the command's name. ok is false for any other name: the message
+	// then goes to the agent like any other.
+	Command(ctx context.Context, name, args string, req dispatch.RequestContext) (reply string, ok bool)
 }
 
 // Optional capabilities: a platform that can do more than send text says so
@@ -63,8 +65,9 @@ type (
 	Drafter interface {
 		Draft(ctx context.Context, req dispatch.RequestContext, draftID int64, text string) error
 	}
-	// ButtonSender sends text with buttons; a press comes back as a
-	// message carrying the button's data.
+	// ButtonSender sends text with buttons into req's chat and topic. A
+	// press comes back as the command the button's data spells
+	// ("/approve CODE"), from the person who pressed it.
 	ButtonSender interface {
 		SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []dispatch.Button) error
 	}

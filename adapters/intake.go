@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,7 +64,7 @@ type Arrival struct {
 func (in *Intake) Take(ctx context.Context, a Arrival) error {
 	req := a.Request()
 	if a.Addressed && a.Command != "" {
-		if reply, ok := in.Host.Command(ctx, a.Command, req); ok {
+		if reply, ok := in.Host.Command(ctx, a.Command, commandArgs(a.Message.Text), req); ok {
 			in.note(req, reply)
 			return nil
 		}
@@ -92,6 +93,12 @@ func (in *Intake) Take(ctx context.Context, a Arrival) error {
 		in.noteIfStillWaiting(t.ID, req)
 	}
 	return nil
+}
+
+// commandArgs is what follows a command's name ("/approve 7KQ2" → "7KQ2").
+func commandArgs(text string) string {
+	_, args, _ := strings.Cut(strings.TrimSpace(text), " ")
+	return strings.TrimSpace(args)
 }
 
 // note sends text in the background; failures are only logged.

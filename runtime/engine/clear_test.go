@@ -26,7 +26,7 @@ func TestClearDuringARunIsNotUndone(t *testing.T) {
 	done := h.send("7", "m2", "slow question")
 	<-entered
 	req := dispatch.RequestContext{Channel: testChannel, ChatID: "7", ChatKey: chatKeyOf("7")}
-	if _, ok := h.engine.Command(context.Background(), "clear", req); !ok {
+	if _, ok := h.engine.Command(context.Background(), "clear", "", req); !ok {
 		t.Fatal("/clear not recognised")
 	}
 	close(release)

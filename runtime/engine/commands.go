@@ -14,7 +14,7 @@ import (
 // suffix. They are answered at once by the adapter, never queued, so
 // /status works even when the queue is long. ok is false when name is not
 // one of these; the message then goes to the agent like any other.
-func (e *Engine) Command(ctx context.Context, name string, req dispatch.RequestContext) (reply string, ok bool) {
+func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.RequestContext) (reply string, ok bool) {
 	switch strings.ToLower(name) {
 	case "start":
 		return "Hi! I'm an assistant. Send me a message and I'll answer here. /help lists what else I understand.", true
