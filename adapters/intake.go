@@ -65,7 +65,11 @@ func (in *Intake) Take(ctx context.Context, a Arrival) error {
 	req := a.Request()
 	if a.Addressed && a.Command != "" {
 		if reply, ok := in.Host.Command(ctx, a.Command, commandArgs(a.Message.Text), req); ok {
-			in.note(req, reply)
+			// An empty reply: the core answers the whole chat itself (an
+			// approval starts a turn, a denial is announced).
+			if reply != "" {
+				in.note(req, reply)
+			}
 			return nil
 		}
 	}

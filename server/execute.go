@@ -84,6 +84,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			UserID:    in.userID,
 			ChatType:  "api",
 		},
+		Tools: in.tools,
 		OnDone: func(o ingress.Outcome) {
 			done <- runResult{outcome: o, replies: s.unregister(key, c)}
 		},

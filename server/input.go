@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/policy"
 )
 
 const (
@@ -29,6 +30,9 @@ type executeRequest struct {
 	UserID       *string `json:"userId"`
 	ActorID      *string `json:"actorId"` // alias of userId
 	MessageID    *string `json:"messageId"`
+	// Tools narrows the tool policy for this run only (deny and
+	// requireApproval lists; it can never allow more).
+	Tools json.RawMessage `json:"tools"`
 }
 
 // executeInput is a validated request.
@@ -38,6 +42,7 @@ type executeInput struct {
 	chatKey      string
 	userID       string
 	messageID    string
+	tools        policy.Narrowing
 }
 
 // inputError is a request the client must fix.
@@ -132,6 +137,12 @@ func validateExecute(req executeRequest, maxChars int) (executeInput, *inputErro
 	if n := utf8.RuneCountInString(in.instructions); n > maxChars {
 		return in, invalid("instructions is too long: %d characters, the limit is %d", n, maxChars)
 	}
+
+	tools, err := policy.ParseNarrowing(req.Tools)
+	if err != nil {
+		return in, invalid("%s", strings.TrimPrefix(err.Error(), policy.ErrConfig.Error()+": "))
+	}
+	in.tools = tools
 
 	in.chatID = defaultChatID
 	if req.ChatID != nil {

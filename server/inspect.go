@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/shipmyagent/ship/runtime/chat"
 )
@@ -126,4 +127,20 @@ func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error
 	}
 	s.log.Error().Err(err).Str("requestId", requestID(r.Context())).Msg("reading the chat store")
 	writeError(w, r, http.StatusInternalServerError, codeInternal, msgInternal)
+}
+
+// handleTools lists the tools with their effective policy:
+// GET /api/tools?chatKey=telegram:chat:-100123&user=telegram:42&command=git+status
+func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	user, chatKey, command := q.Get("user"), q.Get("chatKey"), q.Get("command")
+	if user != "" && !strings.Contains(user, ":") {
+		writeError(w, r, http.StatusBadRequest, codeInvalidInput, `user must be "channel:userId", like "telegram:123456"`)
+		return
+	}
+	if len(user) > maxIDChars || len(chatKey) > 512 || len(command) > 64<<10 {
+		writeError(w, r, http.StatusBadRequest, codeInvalidInput, "user, chatKey or command is too long")
+		return
+	}
+	writeJSON(w, r, http.StatusOK, s.opts.Engine.Tools(chatKey, user, command))
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -18,6 +19,8 @@ type sendRequest struct {
 	UserID         *string    `json:"userId"`
 	LLMConfig      *llmConfig `json:"llmConfig"`
 	RelatedTaskIDs []string   `json:"relatedTaskIds"`
+	// Tools narrows the tool policy for this run (see executeRequest).
+	Tools json.RawMessage `json:"tools"`
 }
 
 type llmConfig struct {
@@ -52,6 +55,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
+		Tools:   in.tools,
 	})
 	status := "ok"
 	switch {
@@ -96,7 +100,7 @@ func (s *Server) validateSend(req sendRequest) (executeInput, *inputError) {
 			return executeInput{}, ierr
 		}
 	}
-	return validateExecute(executeRequest{Instructions: req.Message, ChatID: req.ChatID, UserID: req.UserID, MessageID: req.UserMessageID}, s.opts.MaxInstructionChars)
+	return validateExecute(executeRequest{Instructions: req.Message, ChatID: req.ChatID, UserID: req.UserID, MessageID: req.UserMessageID, Tools: req.Tools}, s.opts.MaxInstructionChars)
 }
 
 func (s *Server) hasModel(provider, model string) bool {

@@ -131,6 +131,7 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /api/sse", s.handleSSE)
 	mux.HandleFunc("GET /api/sse/{key}", s.handleSSE)
 	mux.HandleFunc("GET /api/models", s.handleModels)
+	mux.HandleFunc("GET /api/tools", s.handleTools)
 	mux.HandleFunc("GET /api/chats", s.handleChats)
 	mux.HandleFunc("GET /api/chats/{chatKey}/messages", s.handleMessages)
 	for pattern, h := range opts.Webhooks {

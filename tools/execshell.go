@@ -174,6 +174,10 @@ func ExecShellCommand(args json.RawMessage) (string, error) {
 	return in.Command, nil
 }
 
+// CommandLine is the command a call would run, for the tool policy
+// (agent.CommandLiner).
+func (t *ExecShell) CommandLine(args json.RawMessage) (string, error) { return ExecShellCommand(args) }
+
 // timeout picks the timeout of a call and says whether it was clamped.
 func (t *ExecShell) timeout(ms *float64) (time.Duration, bool) {
 	if ms == nil {
@@ -276,3 +280,7 @@ func shellResult(ok bool, fields map[string]any) agent.ToolResult {
 	}
 	return agent.ToolResult{Content: strings.TrimSuffix(b.String(), "\n"), OK: ok}
 }
+
+// Redact replaces every secret exec_shell knows in s with "<redacted>":
+// the same hiding, for what the chat log keeps of any tool call.
+func (t *ExecShell) Redact(s string) string { return t.secrets.redactString(s) }

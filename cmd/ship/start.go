@@ -18,6 +18,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -107,14 +108,21 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	modelName := cfg.LLM.Provider + "/" + cfg.LLM.Model
+	policyFile, err := config.NewPolicyFile(cfg, log)
+	if err != nil {
+		return err
+	}
 	eng, err := engine.New(engine.Options{
-		Tools:       tools.Default,
-		ModelName:   modelName,
-		ChatsDir:    cfg.StatePath("chats"),
-		JournalPath: cfg.StatePath("pending.jsonl"),
-		Durability:  chat.Durability(cfg.Store.Durability),
-		Model:       model,
-		AgentMDPath: cfg.AgentMDPath(),
+		Tools:         toolsFor(cfg, log),
+		Redact:        newExecShell(cfg, log).Redact,
+		Policy:        policyFile.Current,
+		ApprovalsPath: cfg.StatePath("approvals.json"),
+		ModelName:     modelName,
+		ChatsDir:      cfg.StatePath("chats"),
+		JournalPath:   cfg.StatePath("pending.jsonl"),
+		Durability:    chat.Durability(cfg.Store.Durability),
+		Model:         model,
+		AgentMDPath:   cfg.AgentMDPath(),
 		History: agent.HistoryLimits{
 			MaxChats: cfg.History.MaxChats, MaxMessages: cfg.History.MaxMessages, MaxChars: cfg.History.MaxChars,
 		},
@@ -188,6 +196,30 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	stopAdapters()
 	<-adaptersDone
 	return shutdown(httpSrv, eng, log)
+}
+
+// newExecShell builds exec_shell as ship.json sets it up: in the project
+// folder, without the secrets ship knows in its environment or output.
+func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
+	def, max := cfg.Tools.Exec.ExecTimeouts()
+	return tools.NewExecShell(tools.ExecShellOptions{
+		Dir: cfg.Dir, DefaultTimeout: def, MaxTimeout: max, MaxOutput: cfg.Tools.Exec.MaxOutputBytes,
+		DropEnv: config.SecretEnv, Secrets: cfg.Secrets(), Logger: log,
+	})
+}
+
+// toolsFor returns the tools the model may be offered: the chat tools,
+// and exec_shell when ship.json switches it on (the policy then decides
+// who may run what).
+func toolsFor(cfg config.Config, log zerolog.Logger) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
+	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+		ts := tools.Default(store, d)
+		if cfg.Tools.Exec.Enabled {
+			ts = append(ts, newExecShell(cfg, log))
+			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")
+		}
+		return ts
+	}
 }
 
 // shutdown stops new HTTP connections, lets the running item finish within

@@ -19,6 +19,12 @@ type Gate interface {
 	Check(ctx context.Context, tool string, args json.RawMessage) Verdict
 }
 
+// CommandLiner is a tool whose calls carry a command line (exec_shell): a
+// Gate matches argument patterns like "git status*" against it.
+type CommandLiner interface {
+	CommandLine(args json.RawMessage) (string, error)
+}
+
 // Kinds of refusal a Verdict can carry.
 const (
 	// RefusedByPolicy: the policy denies this call.

@@ -37,6 +37,12 @@ type Config struct {
 	History  HistoryConfig  `json:"history"`
 	Log      LogConfig      `json:"log"`
 	Adapters AdaptersConfig `json:"adapters"`
+	// Tools is exec_shell's switch and the tool policy.
+	Tools ToolsConfig `json:"tools"`
+
+	// lookup is how this configuration read the environment (and .env):
+	// a reload of ship.json expands "${VAR}" the same way.
+	lookup LookupEnv
 }
 
 // ServerConfig is the HTTP API.
@@ -195,7 +201,7 @@ func Load(dir string, env LookupEnv) (Config, error) {
 		return v, ok
 	}
 
-	cfg := Config{Dir: abs}
+	cfg := Config{Dir: abs, lookup: lookup}
 	raw, err := os.ReadFile(filepath.Join(abs, FileName))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -365,6 +371,12 @@ func (c *Config) validate() error {
 	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > llm.MaxMaxTokens {
 		return fmt.Errorf("%w: llm.maxTokens (LLM_MAX_TOKENS) is %d; it must be between 1 and %d (default %d)",
 			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
+	}
+	if err := c.Tools.Exec.validate(); err != nil {
+		return err
+	}
+	if _, err := c.ToolPolicy(); err != nil {
+		return err
 	}
 	if c.Queue.Concurrency > 64 {
 		return fmt.Errorf("%w: queue.concurrency %d is above 64", ErrInvalid, c.Queue.Concurrency)

@@ -26,9 +26,12 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 		return "Just write to me (in groups: " + how + ").\n" +
 			"/status – queue and model\n" +
 			"/clear – forget our recent conversation (the log is kept)\n" +
+			"/approve CODE, /deny CODE – answer a request to run a tool\n" +
 			"/help – this text", true
 	case "status":
 		return e.status(req.ChatKey), true
+	case "approve", "deny":
+		return e.answerApproval(ctx, strings.EqualFold(name, "approve"), args, req), true
 	case "clear":
 		e.runtime.Forget(req.ChatKey)
 		if _, err := e.store.Append(ctx, chat.ChatLogEntryV1{

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,6 +22,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
 
@@ -53,7 +55,18 @@ type Options struct {
 	RetryBackoff time.Duration
 	// MaxTokens caps each model answer (0 → the runtime's default).
 	MaxTokens int
-	Logger    zerolog.Logger
+	// Policy returns the tool policy in force; each run asks once, when it
+	// starts, so an edit applies from the next turn. Nil means no rules:
+	// the chat_* tools are allowed and every other tool is denied.
+	Policy func() *policy.Policy
+	// ApprovalsPath, when set, keeps pending approvals and grants there
+	// (<project>/.ship/approvals.json), so they survive a restart. Without
+	// it a call that needs approval is refused.
+	ApprovalsPath string
+	// Redact hides known secret values in what the chat log keeps of tool
+	// calls; nil keeps the text.
+	Redact func(string) string
+	Logger zerolog.Logger
 }
 
 // Engine is ship's core wired together.
@@ -69,6 +82,20 @@ type Engine struct {
 
 	log       zerolog.Logger
 	recovered []journal.Item
+
+	gov       *governor
+	approvals *policy.Store // nil without Options.ApprovalsPath
+	tools     []agent.Tool
+
+	// bg owns the engine's own goroutines (the approval sweeper, notes);
+	// Close ends them.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	// sweepCancel ends the sweeper first: it never ends by itself.
+	sweepCancel context.CancelFunc
+	bgMu     sync.Mutex
+	bg       sync.WaitGroup
+	closed   bool
 }
 
 // New opens the store and the journal and starts the queue's workers.
@@ -100,7 +127,28 @@ func New(opts Options) (*Engine, error) {
 	if opts.Tools != nil {
 		tools = opts.Tools(store, deliverer)
 	}
+	closeAll := func() {
+		_ = store.Close()
+		if jn != nil {
+			_ = jn.Close()
+		}
+	}
+	gov := &governor{policy: opts.Policy, registry: reg, log: opts.Logger, wake: make(chan struct{}, 1),
+		liners: map[string]agent.CommandLiner{}}
+	for _, t := range tools {
+		if l, ok := t.(agent.CommandLiner); ok {
+			gov.liners[t.Definition().Name] = l
+		}
+	}
+	if opts.ApprovalsPath != "" {
+		gov.approvals, err = policy.OpenStore(opts.ApprovalsPath, gov.current().StoreOptions())
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("opening approvals: %w", err)
+		}
+	}
 	rt, err := agent.New(agent.Options{
+		Gate:         gov,
 		Model:        opts.Model,
 		Tools:        tools,
 		Store:        store,
@@ -112,18 +160,15 @@ func New(opts Options) (*Engine, error) {
 		Logger:       opts.Logger,
 	})
 	if err != nil {
-		_ = store.Close()
-		if jn != nil {
-			_ = jn.Close()
-		}
+		closeAll()
 		return nil, fmt.Errorf("creating runtime: %w", err)
 	}
 	bus := events.NewBus(0)
-	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: jn, Log: opts.Logger}
+	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: jn, Redact: opts.Redact, Log: opts.Logger, gov: gov}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
 	q := queue.New(runner.Handle, qopts)
-	return &Engine{
+	e := &Engine{
 		events:   bus,
 		store:    store,
 		registry: reg,
@@ -136,7 +181,17 @@ func New(opts Options) (*Engine, error) {
 		model:     opts.ModelName,
 		log:       opts.Logger,
 		recovered: recovered,
-	}, nil
+		gov:       gov,
+		approvals: gov.approvals,
+		tools:     tools,
+	}
+	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
+	var sweepCtx context.Context
+	sweepCtx, e.sweepCancel = context.WithCancel(e.bgCtx)
+	if e.approvals != nil {
+		e.goBackground(func(context.Context) { e.sweep(sweepCtx) })
+	}
+	return e, nil
 }
 
 // Events carries every run's events (task_started, content, …) to SSE
@@ -185,6 +240,7 @@ func (e *Engine) Position(id string) (int, bool) { return e.queue.Position(id) }
 // this process.
 func (e *Engine) Close(ctx context.Context) ([]queue.Item[ingress.Job], error) {
 	stopErr := e.queue.Stop(ctx)
+	e.stopBackground(ctx)
 	pending := e.queue.Pending()
 	for _, it := range pending {
 		// Streams following this run hear that it will not happen here.
@@ -210,6 +266,37 @@ func (e *Engine) Close(ctx context.Context) ([]queue.Item[ingress.Job], error) {
 		stopErr = fmt.Errorf("stopping queue: %w", stopErr)
 	}
 	return pending, errors.Join(stopErr, closeErr)
+}
+
+// stopBackground ends the sweeper and lets notes on their way finish
+// while ctx lasts.
+func (e *Engine) stopBackground(ctx context.Context) {
+	e.bgMu.Lock()
+	e.closed = true
+	e.bgMu.Unlock()
+	e.sweepCancel()
+	done := make(chan struct{})
+	go func() { e.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	e.bgCancel()
+	<-done
+}
+
+// goBackground runs fn on the engine's background, unless it is closing.
+func (e *Engine) goBackground(fn func(ctx context.Context)) {
+	e.bgMu.Lock()
+	defer e.bgMu.Unlock()
+	if e.closed {
+		return
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		fn(e.bgCtx)
+	}()
 }
 
 // maxAttempts is how many interrupted runs a message gets before it is

@@ -30,6 +30,8 @@ type Runner struct {
 	// tool call; nil keeps the text.
 	Redact func(string) string
 	Log    zerolog.Logger
+
+	gov *governor // fixes each run's policy scope; nil in a bare Runner
 }
 
 type journaledRunKey struct{}
@@ -50,6 +52,9 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		Str("channel", job.Request.Channel).Logger()
 	ctx = log.WithContext(ctx)
 	ctx = dispatch.WithRequest(ctx, job.Request)
+	if r.gov != nil {
+		ctx = r.gov.begin(ctx, job)
+	}
 	ctx, refusals := dispatch.WithRefusals(ctx)
 	journaled := job.Journaled && r.Journal != nil
 	if journaled {
@@ -62,6 +67,9 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	started := time.Now()
 	ev := newRunEvents(r.Events, item)
 	ev.started(job.Instructions)
+	if job.Notice != "" {
+		r.notice(ctx, job, log)
+	}
 	out := r.run(ctx, item, ev, log)
 	// A run cut short by shutdown stays pending: the next start resumes it
 	// (unless it had begun replying).
@@ -83,6 +91,20 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	}
 	if job.OnDone != nil {
 		job.OnDone(out)
+	}
+}
+
+// notice tells the chat, before the run, what it is about to do (an
+// approved call), straight through the channel's dispatcher: it is the
+// engine's note, not the model's reply, so it neither counts as the answer
+// nor marks the journaled run as replying.
+func (r *Runner) notice(ctx context.Context, job ingress.Job, log zerolog.Logger) {
+	d, ok := r.Deliverer.Registry.Lookup(job.Request.Channel)
+	if !ok {
+		return
+	}
+	if err := d.SendText(ctx, job.Request, job.Notice); err != nil {
+		log.Warn().Err(err).Msg("sending a run's notice")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
 
@@ -33,6 +34,12 @@ type Job struct {
 	// Preset calls run before the model's first answer: a call someone
 	// approved, run exactly as asked.
 	Preset []agent.PresetCall
+	// Notice, when set, is sent to the chat before the run starts (who
+	// approved the preset call), so it always comes before the answer.
+	Notice string
+	// Tools is the request layer of the tool policy: rules an API request
+	// added for its own run.
+	Tools policy.Narrowing
 }
 
 // Outcome is how a queued message ended.
@@ -122,6 +129,10 @@ type Submission struct {
 	OnDone func(Outcome)
 	// OnStep, when set, sees every step of the run.
 	OnStep func(ctx context.Context, ev agent.StepEvent)
+	// Preset, Notice and Tools are handed to the Job (see there).
+	Preset []agent.PresetCall
+	Notice string
+	Tools  policy.Narrowing
 	// DeferSync is for channels whose acknowledgement is the answer itself
 	// (the HTTP API): the user entry's fsync is left to the reply's, and
 	// waited for before OnDone, so a turn costs one fsync instead of two.
@@ -181,7 +192,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			pending.Release()
 			pending = nil
 		}
-		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text}); err != nil {
+		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools}); err != nil {
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
@@ -201,6 +212,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 	}
 	t, err := in.queue.Enqueue(queue.Item[Job]{ID: s.ID, ChatKey: s.ChatKey, Value: Job{
 		Request: req, Instructions: s.Message.Text, OnDone: onDone, OnStep: s.OnStep, Journaled: journaled,
+		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools,
 	}})
 	if err != nil {
 		if pending != nil {
@@ -256,7 +268,7 @@ func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
 		in.log.Error().Err(err).Str("chatKey", it.ChatKey).Msg("recovery: restoring the message in the chat log")
 	}
 	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
-		Request: it.Request, Instructions: it.Text, Journaled: true,
+		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools,
 	}})
 	if err != nil {
 		return fmt.Errorf("queueing an interrupted message: %w", err)

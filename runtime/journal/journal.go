@@ -17,7 +17,9 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/policy"
 )
 
 // Journal is the durable record of accepted work. An accepted message is
@@ -52,6 +54,13 @@ type Item struct {
 	// Attempts counts runs started; Sends counts replies attempted.
 	Attempts int `json:"attempts,omitempty"`
 	Sends    int `json:"sends,omitempty"`
+	// Preset is the approved call the run makes first, if any: a run
+	// resumed after a crash still runs exactly what was approved (the
+	// grant allows it once, so it never runs twice).
+	Preset []agent.PresetCall `json:"preset,omitempty"`
+	// Tools is the request's narrowing of the tool policy: a resumed run
+	// must not get more than the request allowed.
+	Tools policy.Narrowing `json:"tools,omitzero"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one

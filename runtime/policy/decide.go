@@ -226,6 +226,21 @@ func (p *Policy) CanApprove(identity string) bool {
 	return false
 }
 
+// ApproverRoles returns the names of the roles that may approve, sorted:
+// what an approval request tells the chat about who can answer it.
+func (p *Policy) ApproverRoles() []string {
+	var out []string
+	if p == nil {
+		return out
+	}
+	for _, r := range p.roles {
+		if r.approve {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
 // Rules lists the configured rules that apply to the subject and name the
 // tool, highest layer first: the "why" behind Offered, for GET /api/tools.
 func (p *Policy) Rules(s Subject, tool string) []Rule {

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/policy"
+)
+
+// noteTimeout bounds one note of the engine's own (a denial, an expiry).
+const noteTimeout = 30 * time.Second
+
+// answerApproval handles "/approve CODE" and "/deny CODE" from req. A
+// decision is announced to the whole chat (an approval by the turn it
+// starts, a denial by a note), so a decider gets no reply of their own; a
+// refusal is answered to them only: it says why nothing happened.
+func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, req dispatch.RequestContext) string {
+	verb := "deny"
+	if approve {
+		verb = "approve"
+	}
+	code, _, _ := strings.Cut(strings.TrimSpace(args), " ")
+	if code == "" {
+		return fmt.Sprintf("Usage: /%s CODE (the code is in the approval request).", verb)
+	}
+	if e.approvals == nil {
+		return "Approvals are not enabled here."
+	}
+	pol := e.gov.current()
+	by := policy.Approver{Identity: identity(req), ChatKey: req.ChatKey, MayApprove: pol.CanApprove(identity(req))}
+	log := e.log.With().Str("chatKey", req.ChatKey).Str("approval", strings.ToUpper(code)).Str("identity", by.Identity).Logger()
+	if !approve {
+		a, err := e.approvals.Deny(code, by)
+		if err != nil {
+			log.Info().Err(err).Msg("deny refused")
+			return e.approvalRefusal(err, code, false, pol)
+		}
+		log.Info().Msg("approval denied")
+		e.announce(a, fmt.Sprintf("Denied by %s: %s will not run (code %s).", who(req.Username, by.Identity), callText(a), a.Code),
+			"approval "+a.Code+" denied by "+by.Identity)
+		return ""
+	}
+	a, _, err := e.approvals.Approve(code, by)
+	if err != nil {
+		log.Info().Err(err).Msg("approval refused")
+		return e.approvalRefusal(err, code, true, pol)
+	}
+	log.Info().Msg("approved")
+	var route dispatch.RequestContext
+	if err := json.Unmarshal(a.Route, &route); err != nil || route.ChatKey != a.ChatKey {
+		route = req // the approval was decided in its own chat: answer there
+	}
+	approver := who(req.Username, by.Identity)
+	_, err = e.ingress.Accept(ctx, ingress.Submission{
+		Channel: route.Channel, ChatKey: a.ChatKey,
+		Message: ingress.IncomingChatMessage{
+			ChatID: route.ChatID, ChatType: route.ChatType, MessageThreadID: route.MessageThreadID, ThreadID: route.ThreadID,
+			// The turn is the requester's (their rights apply to what the
+			// model does next); it answers the approving message.
+			UserID: route.UserID, Username: route.Username, MessageID: req.MessageID,
+			Text: fmt.Sprintf("[%s approved %s (code %s); it ran as asked and its result follows. Continue from it.]",
+				approver, callText(a), a.Code),
+		},
+		Meta:   map[string]any{"approval": a.Code, "approvedBy": by.Identity},
+		Preset: []agent.PresetCall{{Tool: a.Tool, Args: string(a.ArgsJSON)}},
+		Notice: fmt.Sprintf("Approved by %s: running %s (code %s).", approver, callText(a), a.Code),
+	})
+	if err != nil {
+		// The grant stands: asking the model again runs the call.
+		log.Error().Err(err).Msg("queueing an approved call")
+		return fmt.Sprintf("Approved %s, but I could not start it now (%v). Ask me again and it runs without a new approval.", a.Code, err)
+	}
+	return ""
+}
+
+// approvalRefusal says why an /approve or /deny did nothing.
+func (e *Engine) approvalRefusal(err error, code string, approve bool, pol *policy.Policy) string {
+	code = strings.ToUpper(strings.TrimSpace(code))
+	a, _ := e.approvals.Get(code)
+	switch {
+	case errors.Is(err, policy.ErrUnknownCode):
+		return fmt.Sprintf("There is no approval with code %s.", code)
+	case errors.Is(err, policy.ErrWrongChat):
+		return fmt.Sprintf("Approval %s was asked in another chat; answer it there.", code)
+	case errors.Is(err, policy.ErrNotApprover):
+		roles := pol.ApproverRoles()
+		if len(roles) == 0 {
+			return "You may not approve tool calls: nobody may (no role has \"approve\": true)."
+		}
+		if !approve {
+			return fmt.Sprintf("Only the person who asked or an approver (role %s) may deny %s.", strings.Join(roles, ", role "), code)
+		}
+		return fmt.Sprintf("You may not approve tool calls; role %s may.", strings.Join(roles, ", role "))
+	case errors.Is(err, policy.ErrAlreadyApproved):
+		return fmt.Sprintf("Approval %s was already approved by %s and used; it runs only once.", code, a.DecidedBy)
+	case errors.Is(err, policy.ErrAlreadyDenied):
+		return fmt.Sprintf("Approval %s was already denied by %s.", code, a.DecidedBy)
+	case errors.Is(err, policy.ErrExpired):
+		return fmt.Sprintf("Approval %s expired at %s; nothing ran. Ask me again if it is still needed.", code, a.Expires.UTC().Format("15:04 MST"))
+	}
+	e.log.Error().Err(err).Str("approval", code).Msg("answering an approval")
+	return "Answering the approval failed; try again."
+}
+
+// callText shows a call in one line: "exec_shell `git log -3`".
+func callText(a policy.Approval) string {
+	if a.Arg != "" {
+		return fmt.Sprintf("%s `%s`", a.Tool, clip(a.Arg, 200))
+	}
+	return a.Tool
+}
+
+// announce tells an approval's chat what became of it, in the background
+// (a command's handler must not wait for a send), and leaves a system
+// entry in the chat log for audits.
+func (e *Engine) announce(a policy.Approval, text, logText string) {
+	var route dispatch.RequestContext
+	if err := json.Unmarshal(a.Route, &route); err != nil || route.ChatKey == "" {
+		e.log.Error().Str("approval", a.Code).Msg("approval without a route: cannot tell its chat")
+		return
+	}
+	e.goBackground(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, noteTimeout)
+		defer cancel()
+		log := e.log.With().Str("chatKey", a.ChatKey).Str("approval", a.Code).Logger()
+		if _, err := e.store.Append(ctx, chat.ChatLogEntryV1{
+			Channel: route.Channel, ChatID: route.ChatID, ChatKey: a.ChatKey, Role: chat.RoleSystem, Text: logText,
+			Meta: map[string]any{"approval": a.Code, "status": string(a.Status)},
+		}); err != nil {
+			log.Error().Err(err).Msg("logging an approval's outcome")
+		}
+		d, ok := e.registry.Lookup(route.Channel)
+		if !ok {
+			log.Warn().Str("channel", route.Channel).Msg("no dispatcher to tell a chat about its approval")
+			return
+		}
+		if err := d.SendText(ctx, route, text); err != nil {
+			log.Warn().Err(err).Msg("telling a chat about its approval")
+		}
+	})
+}
+
+// maxSweepWait bounds the sweeper's sleep, so a clock change or a
+// missed wake-up costs at most this much delay.
+const maxSweepWait = time.Minute
+
+// sweep reports each approval that expires unanswered, once, until ctx
+// ends. It sleeps until the next expiry and is woken when a new approval
+// waits.
+func (e *Engine) sweep(ctx context.Context) {
+	for {
+		expired, err := e.approvals.Expire()
+		if err != nil {
+			e.log.Error().Err(err).Msg("expiring approvals")
+		}
+		for _, a := range expired {
+			e.log.Info().Str("chatKey", a.ChatKey).Str("approval", a.Code).Msg("approval expired unanswered")
+			e.announce(a, fmt.Sprintf("Approval %s expired unanswered: %s did not run.", a.Code, callText(a)),
+				"approval "+a.Code+" expired")
+		}
+		wait := maxSweepWait
+		if p := e.approvals.Pending(""); len(p) > 0 {
+			next := p[0].Expires
+			for _, a := range p[1:] {
+				if a.Expires.Before(next) {
+					next = a.Expires
+				}
+			}
+			wait = min(max(time.Until(next), 10*time.Millisecond), maxSweepWait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-e.gov.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}

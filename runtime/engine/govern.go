@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/policy"
+)
+
+// governor is the agent.Gate of every run: the tool policy decides which
+// tools the model sees and whether each call may run; a call that needs
+// approval is asked for in the chat and ends as a tool result, so the queue
+// is never held by someone who has not answered yet.
+type governor struct {
+	policy    func() *policy.Policy
+	approvals *policy.Store // nil: no approvals file, requireApproval refuses
+	liners    map[string]agent.CommandLiner
+	registry  *dispatch.Registry
+	log       zerolog.Logger
+	// wake tells the expiry sweeper a new approval is waiting.
+	wake chan struct{}
+}
+
+// runScope is what the governor knows of one run, fixed when it starts:
+// one run sees one policy, even if ship.json changes under it.
+type runScope struct {
+	policy    *policy.Policy
+	subject   policy.Subject
+	narrowing policy.Narrowing
+	req       dispatch.RequestContext
+}
+
+type scopeKey struct{}
+
+// defaultVerdict is a tool's verdict where no rule decides: the chat_*
+// tools are the conversation itself and are allowed; a tool that acts
+// (exec_shell, MCP, skills) is denied until a rule allows it.
+func defaultVerdict(tool string) policy.Verdict {
+	if strings.HasPrefix(tool, "chat_") {
+		return policy.Allow
+	}
+	return policy.Deny
+}
+
+// identity is how the policy names a person: "channel:userId".
+func identity(req dispatch.RequestContext) string { return req.Channel + ":" + req.UserID }
+
+// current returns the policy in force now.
+func (g *governor) current() *policy.Policy {
+	if g.policy == nil {
+		return nil
+	}
+	return g.policy()
+}
+
+// begin fixes the run's scope: the policy in force now, who asked, where.
+func (g *governor) begin(ctx context.Context, job ingress.Job) context.Context {
+	return context.WithValue(ctx, scopeKey{}, runScope{
+		policy:    g.current(),
+		subject:   policy.Subject{Identity: identity(job.Request), ChatKey: job.Request.ChatKey},
+		narrowing: job.Tools,
+		req:       job.Request,
+	})
+}
+
+func (g *governor) scope(ctx context.Context) runScope {
+	if sc, ok := ctx.Value(scopeKey{}).(runScope); ok {
+		return sc
+	}
+	req, _ := dispatch.RequestFromContext(ctx)
+	return runScope{policy: g.current(), subject: policy.Subject{Identity: identity(req), ChatKey: req.ChatKey}, req: req}
+}
+
+// Offered implements agent.Gate.
+func (g *governor) Offered(ctx context.Context, tool string) bool {
+	sc := g.scope(ctx)
+	return sc.policy.Offered(sc.subject, tool, sc.narrowing, defaultVerdict(tool))
+}
+
+// Check implements agent.Gate.
+func (g *governor) Check(ctx context.Context, tool string, args json.RawMessage) agent.Verdict {
+	sc := g.scope(ctx)
+	call := policy.Call{Tool: tool}
+	if l, ok := g.liners[tool]; ok {
+		call.Arg, _ = l.CommandLine(args) // bad arguments: the tool itself says what is wrong
+	}
+	d := sc.policy.Decide(sc.subject, call, sc.narrowing, defaultVerdict(tool))
+	switch d.Verdict {
+	case policy.Allow:
+		return agent.Verdict{Allow: true}
+	case policy.RequireApproval:
+		return g.approval(ctx, sc, call, args, d)
+	}
+	return refuse(agent.RefusedByPolicy, "refused by the tool policy: "+d.Reason, map[string]any{"policy": d})
+}
+
+// refuse builds a verdict whose tool result says why the call did not run.
+func refuse(kind, reason string, fields map[string]any) agent.Verdict {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["success"] = false
+	fields["error"] = reason
+	b, err := json.Marshal(fields)
+	if err != nil {
+		b = []byte(`{"success":false,"error":"refused"}`)
+	}
+	return agent.Verdict{Refusal: kind, Reason: reason, Content: string(b)}
+}
+
+// approval runs a call someone approved (using its grant) or asks for
+// approval in the chat.
+func (g *governor) approval(ctx context.Context, sc runScope, call policy.Call, args json.RawMessage, d policy.Decision) agent.Verdict {
+	log := zerolog.Ctx(ctx).With().Str("tool", call.Tool).Logger()
+	if g.approvals == nil {
+		return refuse(agent.RefusedByPolicy, "this call needs approval, and approvals are not available here: "+d.Reason, map[string]any{"policy": d})
+	}
+	grant, ok, err := g.approvals.UseGrant(sc.subject.ChatKey, call.Tool, args)
+	if err != nil {
+		log.Error().Err(err).Msg("recording the use of an approval")
+		return refuse(agent.RefusedByPolicy, "the approval for this call could not be recorded; it did not run", nil)
+	}
+	if ok {
+		log.Info().Str("approval", grant.Code).Str("approvedBy", grant.ApprovedBy).Int("uses", grant.Uses).Msg("approved call runs")
+		return agent.Verdict{Allow: true}
+	}
+	route, err := json.Marshal(sc.req)
+	if err != nil {
+		return refuse(agent.RefusedByPolicy, "asking for approval failed", nil)
+	}
+	a, err := g.approvals.Request(policy.ApprovalRequest{
+		ChatKey: sc.subject.ChatKey, Identity: sc.subject.Identity, Tool: call.Tool, Arg: call.Arg, ArgsJSON: args, Route: route,
+	})
+	if err != nil {
+		reason := "asking for approval failed"
+		if errors.Is(err, policy.ErrTooManyPending) {
+			reason = "too many approvals are waiting in this chat; ask the approvers to answer them first"
+		} else {
+			log.Error().Err(err).Msg("recording an approval request")
+		}
+		return refuse(agent.RefusedByPolicy, reason, nil)
+	}
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	approvers := sc.policy.ApproverRoles()
+	posted := g.post(ctx, sc.req, approvalText(a, approvers, sc.req), a.Code)
+	if posted != nil {
+		log.Error().Err(posted).Str("approval", a.Code).Msg("posting an approval request")
+	}
+	log.Info().Str("approval", a.Code).Str("identity", a.Identity).Msg("approval asked")
+	msg := fmt.Sprintf("This call needs approval (%s). I asked in the chat with code %s; it runs when an approver answers, before %s. "+
+		"Tell the user it waits for approval and end your turn; do not call it again now.", d.Reason, a.Code, a.Expires.UTC().Format("15:04 MST"))
+	if posted != nil {
+		msg = fmt.Sprintf("This call needs approval (%s), code %s, but the request could not be posted to the chat. Tell the user an approver can answer with /approve %s.", d.Reason, a.Code, a.Code)
+	}
+	fields := map[string]any{"approvalRequired": true, "approvalCode": a.Code, "expires": a.Expires.UTC(), "message": msg}
+	if len(approvers) == 0 {
+		fields["warning"] = `no role may approve ("approve": true in ship.json tools.roles): it will expire unanswered`
+	}
+	v := refuse(agent.RefusedPendingApproval, "needs approval: "+d.Reason, fields)
+	return v
+}
+
+// buttonSender is the platform capability (adapters.ButtonSender) of
+// sending text with buttons.
+type buttonSender interface {
+	SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []dispatch.Button) error
+}
+
+// post sends an approval request into the chat and topic of req, with
+// Approve and Deny buttons where the platform has them.
+func (g *governor) post(ctx context.Context, req dispatch.RequestContext, text, code string) error {
+	d, ok := g.registry.Lookup(req.Channel)
+	if !ok {
+		return fmt.Errorf("posting approval %s: %w: %q", code, dispatch.ErrNoDispatcher, req.Channel)
+	}
+	if bs, ok := d.(buttonSender); ok {
+		return bs.SendButtons(ctx, req, text, []dispatch.Button{
+			{Text: "Approve", Data: "/approve " + code},
+			{Text: "Deny", Data: "/deny " + code},
+		})
+	}
+	return d.SendText(ctx, req, text)
+}
+
+// approvalText is what the chat sees: what would run, who asked, who may
+// answer, the code and until when.
+func approvalText(a policy.Approval, approvers []string, req dispatch.RequestContext) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approval needed, code %s\n%s wants to run %s", a.Code, who(req.Username, a.Identity), a.Tool)
+	if a.Arg != "" {
+		fmt.Fprintf(&b, ":\n%s", clip(a.Arg, 500))
+	} else {
+		fmt.Fprintf(&b, " with %s", clip(string(a.ArgsJSON), 300))
+	}
+	switch len(approvers) {
+	case 0:
+		b.WriteString("\nNobody is set up to approve (no role has \"approve\": true); it will expire.")
+	default:
+		fmt.Fprintf(&b, "\nWho may approve: role %s.", strings.Join(approvers, ", role "))
+	}
+	fmt.Fprintf(&b, "\nAnswer before %s: /approve %s or /deny %s", a.Expires.UTC().Format("15:04 MST"), a.Code, a.Code)
+	return b.String()
+}
+
+// who names a person for the chat: their display name when known.
+func who(username, identity string) string {
+	if username != "" {
+		return username
+	}
+	return identity
+}

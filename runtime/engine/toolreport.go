@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"github.com/shipmyagent/ship/runtime/policy"
+)
+
+// ToolInfo is one tool with its effective policy, as GET /api/tools shows
+// it: a person can see why a call was allowed or refused.
+type ToolInfo struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Default     policy.Verdict `json:"default"` // where no rule decides
+	// Offered says whether the model sees the tool at all, for the chat
+	// and user asked about.
+	Offered bool `json:"offered"`
+	// TakesCommand: rules may name its commands ("exec_shell(git *)").
+	TakesCommand bool          `json:"takesCommand"`
+	Rules        []policy.Rule `json:"rules"` // the rules that name it, highest layer first
+	// Decision is the verdict on a call: for a tool that takes a command,
+	// only when one was given.
+	Decision *policy.Decision `json:"decision,omitempty"`
+}
+
+// ToolsReport is the effective policy of every tool for one chat and
+// person.
+type ToolsReport struct {
+	ChatKey    string     `json:"chatKey,omitempty"`
+	User       string     `json:"user,omitempty"`
+	Roles      []string   `json:"roles"`
+	CanApprove bool       `json:"canApprove"`
+	Tools      []ToolInfo `json:"tools"`
+}
+
+// Tools reports each tool with its description and the policy in force
+// for user ("channel:userId") in chatKey, both optional; command, when
+// set, is judged for the tools that take one.
+func (e *Engine) Tools(chatKey, user, command string) ToolsReport {
+	pol := e.gov.current()
+	subj := policy.Subject{Identity: user, ChatKey: chatKey}
+	rep := ToolsReport{ChatKey: chatKey, User: user, Roles: pol.Roles(user), CanApprove: pol.CanApprove(user), Tools: []ToolInfo{}}
+	if rep.Roles == nil {
+		rep.Roles = []string{}
+	}
+	for _, t := range e.tools {
+		def := t.Definition()
+		_, liner := e.gov.liners[def.Name]
+		info := ToolInfo{
+			Name: def.Name, Description: def.Description, Default: defaultVerdict(def.Name),
+			Offered: pol.Offered(subj, def.Name, policy.Narrowing{}, defaultVerdict(def.Name)), TakesCommand: liner,
+			Rules: pol.Rules(subj, def.Name),
+		}
+		if !liner || command != "" {
+			call := policy.Call{Tool: def.Name}
+			if liner {
+				call.Arg = command
+			}
+			d := pol.Decide(subj, call, policy.Narrowing{}, defaultVerdict(def.Name))
+			info.Decision = &d
+		}
+		rep.Tools = append(rep.Tools, info)
+	}
+	return rep
+}
