@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/shipmyagent/ship/runtime/llm"
 )
 
@@ -128,5 +130,99 @@ func TestMaxTokens(t *testing.T) {
 	}
 	if cfg, err = Load(dir, envOf(map[string]string{"LLM_MAX_TOKENS": "4096"})); err != nil || cfg.LLM.MaxTokens != 4096 {
 		t.Fatalf("LLM_MAX_TOKENS over ship.json: %d, %v", cfg.LLM.MaxTokens, err)
+	}
+}
+
+func TestToolsSectionSplitsExecFromThePolicy(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, FileName, `{"tools": {
+	  "exec": {"enabled": true, "timeoutSeconds": 10},
+	  "allow": ["chat_*"],
+	  "roles": {"admin": {"members": ["telegram:1"], "allow": ["exec_shell(git *)"], "approve": true}}
+	}}`)
+	cfg, err := Load(dir, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Tools.Exec.Enabled || cfg.Tools.Exec.TimeoutSeconds != 10 {
+		t.Errorf("exec = %+v", cfg.Tools.Exec)
+	}
+	p, err := cfg.ToolPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.CanApprove("telegram:1") {
+		t.Error("the role's approve flag was lost")
+	}
+}
+
+func TestExecIsOffByDefault(t *testing.T) {
+	cfg, err := Load(t.TempDir(), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tools.Exec.Enabled {
+		t.Error("exec_shell is on without ship.json saying so")
+	}
+}
+
+func TestBadToolsSectionIsAClearError(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"tools": {"exec": {"enable": true}}}`:                    `unknown field "enable"`,
+		`{"tools": {"exec": {"timeoutSeconds": 99999}}}`:           "tools.exec timeouts",
+		`{"tools": {"roles": {"admin": {"aprove": true}}}}`:        `tools.roles.admin: unknown field "aprove"`,
+		`{"tools": {"deny": ["exec_shell(rm *"]}}`:                 "tools",
+		`{"tools": {"roles": {"admin": {"members": ["123456"]}}}}`: "members",
+	} {
+		dir := t.TempDir()
+		write(t, dir, FileName, body)
+		_, err := Load(dir, envOf(nil))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one mentioning %q", body, err, want)
+		}
+	}
+}
+
+func TestPolicyReloadsOnEditAndKeepsTheLastGoodOne(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, FileName, `{"tools": {"roles": {"admin": {"members": ["telegram:1"], "approve": true}}}}`)
+	cfg, err := Load(dir, envOf(map[string]string{"ADMIN": "telegram:2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	f, err := NewPolicyFile(cfg, zerolog.New(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Current().CanApprove("telegram:1") {
+		t.Fatal("initial policy")
+	}
+	// An edit (with a ${VAR}, expanded as at start-up) applies at once.
+	edit := func(body string, mod time.Time) {
+		write(t, dir, FileName, body)
+		if err := os.Chtimes(filepath.Join(dir, FileName), mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Now().Add(time.Hour)
+	edit(`{"tools": {"roles": {"admin": {"members": ["${ADMIN}"], "approve": true}}}}`, base)
+	if p := f.Current(); p.CanApprove("telegram:1") || !p.CanApprove("telegram:2") {
+		t.Fatal("the edit did not apply")
+	}
+	// A broken edit keeps the last good policy and logs one line, however
+	// often it is asked.
+	edit(`{"tools": {"roles": {"admin": {"aprove": true}}}}`, base.Add(time.Second))
+	for range 3 {
+		if !f.Current().CanApprove("telegram:2") {
+			t.Fatal("a broken edit replaced the policy")
+		}
+	}
+	if n := strings.Count(logs.String(), `"level":"error"`); n != 1 || !strings.Contains(logs.String(), "aprove") {
+		t.Errorf("logged %d error lines: %s", n, logs.String())
+	}
+	edit(`{}`, base.Add(2*time.Second))
+	if f.Current().CanApprove("telegram:2") {
+		t.Error("removing the tools section kept the old roles")
 	}
 }

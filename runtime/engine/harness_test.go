@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/tools"
 )
@@ -29,8 +31,9 @@ import (
 const testChannel = "telegram"
 
 type sent struct {
-	Req  dispatch.RequestContext
-	Text string
+	Req     dispatch.RequestContext
+	Text    string
+	Buttons []dispatch.Button
 }
 
 // outbox records deliveries; it can be told to fail.
@@ -46,7 +49,19 @@ func (o *outbox) SendText(_ context.Context, req dispatch.RequestContext, text s
 	if o.fail != nil {
 		return o.fail
 	}
-	o.msgs = append(o.msgs, sent{req, text})
+	o.msgs = append(o.msgs, sent{Req: req, Text: text})
+	return nil
+}
+
+// SendButtons is the platform's ButtonSender: approval requests come
+// with Approve and Deny buttons.
+func (o *outbox) SendButtons(_ context.Context, req dispatch.RequestContext, text string, buttons []dispatch.Button) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fail != nil {
+		return o.fail
+	}
+	o.msgs = append(o.msgs, sent{req, text, buttons})
 	return nil
 }
 
@@ -77,6 +92,12 @@ type harnessOptions struct {
 	history     agent.HistoryLimits
 	journal     bool // keep a pending-work journal in dir/.ship
 	userLimit   ingress.UserLimiterOptions
+	// policy is the tools object of ship.json (without exec); exec adds
+	// exec_shell, running in dir with secrets hidden.
+	policy  string
+	exec    bool
+	secrets []string
+	logAll  bool // keep info lines in logs too
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -121,24 +142,43 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		model = m
 	}
 	h.logs = &logbuf.Buffer{}
-	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), h.logs)).Level(zerolog.WarnLevel)
+	level := zerolog.WarnLevel
+	if o.logAll {
+		level = zerolog.InfoLevel
+	}
+	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), h.logs)).Level(level)
+	pol, err := policy.Parse(json.RawMessage(o.policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell := tools.NewExecShell(tools.ExecShellOptions{Dir: h.dir, Secrets: o.secrets, DropEnv: []string{"LLM_API_KEY"}, Logger: log})
+	toolset := func(s *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+		ts := tools.Default(s, d)
+		if o.exec {
+			ts = append(ts, shell)
+		}
+		return ts
+	}
 	journalPath := ""
 	if o.journal {
 		journalPath = filepath.Join(h.dir, ".ship", "pending.jsonl")
 	}
 	eng, err := engine.New(engine.Options{
-		Tools:        tools.Default,
-		ChatsDir:     filepath.Join(h.dir, ".ship", "chats"),
-		Durability:   chat.DurabilityNone,
-		Model:        model,
-		AgentMDPath:  filepath.Join(h.dir, "Agent.md"),
-		History:      o.history,
-		Queue:        queue.Options{Capacity: o.capacity, Concurrency: o.concurrency},
-		Stream:       o.stream,
-		RetryBackoff: time.Millisecond,
-		JournalPath:  journalPath,
-		UserLimit:    o.userLimit,
-		Logger:       log,
+		Tools:         toolset,
+		Policy:        func() *policy.Policy { return pol },
+		ApprovalsPath: filepath.Join(h.dir, ".ship", "approvals.json"),
+		Redact:        shell.Redact,
+		ChatsDir:      filepath.Join(h.dir, ".ship", "chats"),
+		Durability:    chat.DurabilityNone,
+		Model:         model,
+		AgentMDPath:   filepath.Join(h.dir, "Agent.md"),
+		History:       o.history,
+		Queue:         queue.Options{Capacity: o.capacity, Concurrency: o.concurrency},
+		Stream:        o.stream,
+		RetryBackoff:  time.Millisecond,
+		JournalPath:   journalPath,
+		UserLimit:     o.userLimit,
+		Logger:        log,
 	})
 	if err != nil {
 		t.Fatal(err)
