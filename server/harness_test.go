@@ -20,6 +20,7 @@ import (
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/server"
 	"github.com/shipmyagent/ship/tools"
@@ -37,6 +38,7 @@ type setup struct {
 	dir      string // reuse a project folder (restart); "" → new
 	stream   bool   // the model streams (content arrives in pieces)
 	opts     func(*server.Options)
+	policy   *policy.Policy // the tool policy; nil: none
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -91,6 +93,7 @@ func newEnv(t *testing.T, o setup) *env {
 		Queue:        queue.Options{Capacity: o.capacity},
 		RetryBackoff: time.Millisecond,
 		Stream:       o.stream,
+		Policy:       func() *policy.Policy { return o.policy },
 		Logger:       zerolog.New(logs),
 	})
 	if err != nil {

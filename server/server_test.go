@@ -154,6 +154,8 @@ func TestExecuteRejectsBadInput(t *testing.T) {
 		{"invalid UTF-8", "{\"instructions\":\"hi \xff\"}", "UTF-8"},
 		{"too long", `{"instructions":"` + strings.Repeat("é", 10_001) + `"}`, "10000"},
 		{"conflicting user ids", `{"instructions":"hi","userId":"a","actorId":"b"}`, "actorId"},
+		{"tools that allow", `{"instructions":"hi","tools":{"allow":["exec_shell"]}}`, "only narrow"},
+		{"tools with a bad rule", `{"instructions":"hi","tools":{"deny":["exec_shell(rm"]}}`, "deny"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
