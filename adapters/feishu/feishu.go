@@ -68,6 +68,11 @@ type Options struct {
 	// be this much older than Feishu's retries go (8 h, see
 	// webhookRetryHorizon) before it is refused as a replay. 0 → 5 min.
 	WebhookMaxAge time.Duration
+	// AllowedChatIDs and AllowedUserIDs, when set, are the only chats
+	// (chat_id, oc_…) and senders (open_id, ou_…) served; messages from
+	// others are neither answered nor logged.
+	AllowedChatIDs []string
+	AllowedUserIDs []string
 	// BusyNote tells a chat its place in line when its message waits.
 	BusyNote bool
 	// BusyAfter is how long a message must have waited before the busy note
@@ -104,6 +109,8 @@ type Adapter struct {
 	// is the handler tail every event ends in.
 	workers *adapters.Workers
 	intake  *adapters.Intake
+	allowC  adapters.Allowlist[string]
+	allowU  adapters.Allowlist[string]
 
 	mu     sync.RWMutex
 	botID  string // the bot's open_id, once known
@@ -121,6 +128,8 @@ func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Ada
 		Mode:              fc.Mode,
 		VerificationToken: fc.VerificationToken,
 		EncryptKey:        fc.EncryptKey,
+		AllowedChatIDs:    fc.AllowedChatIDs,
+		AllowedUserIDs:    fc.AllowedUserIDs,
 		BusyNote:          fc.BusyNote == nil || *fc.BusyNote,
 		CacheDir:          cfg.StatePath(".cache", "feishu"),
 		Host:              host,
@@ -166,6 +175,8 @@ func New(opts Options) (*Adapter, error) {
 		domain: domain,
 		log:    opts.Logger.With().Str("channel", chat.ChannelFeishu).Logger(),
 		seen:   seen,
+		allowC: adapters.NewAllowlist(opts.AllowedChatIDs),
+		allowU: adapters.NewAllowlist(opts.AllowedUserIDs),
 	}
 	a.sdkLog = newSDKLogger(a.log, opts.AppSecret, opts.EncryptKey)
 	a.cli = lark.NewClient(opts.AppID, opts.AppSecret, clientOptions(

@@ -82,6 +82,10 @@ func (a *Adapter) handle(ctx context.Context, ev *larkim.P2MessageReceiveV1Data,
 	if sender == botID || (senderType != "" && senderType != "user") {
 		return nil
 	}
+	if !a.allowC.Allows(chatID) || !a.allowU.Allows(sender) {
+		a.log.Debug().Str("chatId", chatID).Str("userId", sender).Msg("message outside the allowlists ignored")
+		return nil
+	}
 	chatType := deref(m.ChatType)
 	group := chatType != "p2p"
 	threadID := deref(m.ThreadId)

@@ -63,6 +63,10 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 		a.log.Warn().Str("eventType", string(p.Type)).Str("messageId", m.ID).Msg("qq message without a chat id ignored")
 		return nil
 	}
+	if !a.allowC.Allows(in.ChatID) || !a.allowU.Allows(in.UserID) {
+		a.log.Debug().Str("chatId", in.ChatID).Str("userId", in.UserID).Msg("message outside the allowlists ignored")
+		return nil
+	}
 	text := a.stripMention(m.Content, m.Mentions)
 	cmd, _ := command(text)
 	text = strings.TrimSpace(text + describeAttachments(m.Attachments))

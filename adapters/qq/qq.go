@@ -75,6 +75,13 @@ type Options struct {
 	// message) it is sent only while 4 are left for the answer.
 	BusyNote  bool
 	BusyAfter time.Duration
+	// AllowedChatIDs and AllowedUserIDs, when set, are the only chats and
+	// authors served; messages from others are neither answered nor
+	// logged. A chat is named by its group_openid, channel id, guild id
+	// (guild DMs) or, for C2C, the user's user_openid; an author by their
+	// id (member_openid in groups, user_openid in C2C).
+	AllowedChatIDs []string
+	AllowedUserIDs []string
 	// ReconnectBackoff is the first wait before reconnecting the gateway or
 	// retrying the token endpoint; it doubles up to a minute (0 → 1 s).
 	ReconnectBackoff time.Duration
@@ -111,6 +118,8 @@ type Adapter struct {
 	// token refresher); intake is the handler tail every event ends in.
 	workers *adapters.Workers
 	intake  *adapters.Intake
+	allowC  adapters.Allowlist[string]
+	allowU  adapters.Allowlist[string]
 
 	mu      sync.Mutex
 	runCtx  context.Context // set while Run runs
@@ -123,17 +132,19 @@ type Adapter struct {
 func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
 	qc := cfg.Adapters.QQ
 	return New(Options{
-		AppID:         qc.AppID,
-		AppSecret:     qc.AppSecret,
-		Sandbox:       qc.Sandbox,
-		APIBase:       qc.APIBase,
-		TokenBase:     qc.TokenBase,
-		Mode:          qc.Mode,
-		WebhookSecret: qc.WebhookSecret,
-		Intents:       qc.Intents,
-		BusyNote:      qc.BusyNote == nil || *qc.BusyNote,
-		Host:          host,
-		Logger:        log,
+		AppID:          qc.AppID,
+		AppSecret:      qc.AppSecret,
+		Sandbox:        qc.Sandbox,
+		APIBase:        qc.APIBase,
+		TokenBase:      qc.TokenBase,
+		Mode:           qc.Mode,
+		WebhookSecret:  qc.WebhookSecret,
+		Intents:        qc.Intents,
+		AllowedChatIDs: qc.AllowedChatIDs,
+		AllowedUserIDs: qc.AllowedUserIDs,
+		BusyNote:       qc.BusyNote == nil || *qc.BusyNote,
+		Host:           host,
+		Logger:         log,
 	})
 }
 
@@ -196,6 +207,8 @@ func New(opts Options) (*Adapter, error) {
 		events:  events,
 		hook:    &dto.Session{AppID: opts.AppID},
 		replies: newLedger(opts.Now),
+		allowC:  adapters.NewAllowlist(opts.AllowedChatIDs),
+		allowU:  adapters.NewAllowlist(opts.AllowedUserIDs),
 	}
 	a.tokens = newTokenSource(opts.AppID, opts.AppSecret, opts.TokenBase, opts.HTTPClient, log, a.backoff)
 	// botgo reads the API base from its package variables on every call;

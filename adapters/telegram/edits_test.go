@@ -14,7 +14,8 @@ import (
 )
 
 // Editing a question does not make the bot answer it again: ship does not
-// ask Telegram for edits at all (allowed_updates is ["message"]).
+// ask Telegram for edits at all (allowed_updates is ["message",
+// "callback_query"]).
 func TestEditsAreNotAskedForNorAnswered(t *testing.T) {
 	e := newEnv(t, setup{})
 	asked := e.tg.PrivateText(80, "ann", "what is 2+3?")
@@ -22,8 +23,8 @@ func TestEditsAreNotAskedForNorAnswered(t *testing.T) {
 	if got := e.waitSent(1)[0].Text; got != "echo: what is 2+3?" {
 		t.Fatalf("reply %q", got)
 	}
-	if list, sent := e.tg.AllowedUpdates(); !sent || !slices.Equal(list, []string{"message"}) {
-		t.Errorf("getUpdates asked for %q (sent %v), want [message]", list, sent)
+	if list, sent := e.tg.AllowedUpdates(); !sent || !slices.Equal(list, []string{"message", "callback_query"}) {
+		t.Errorf("getUpdates asked for %q (sent %v), want [message callback_query]", list, sent)
 	}
 	edited := e.tg.PrivateText(80, "ann", "what is 2+4?")
 	em := edited["message"].(map[string]any)
@@ -52,8 +53,8 @@ func TestWebhookLeavesEditsOutAndLogsUndecodableUpdates(t *testing.T) {
 	route(e.adapter)
 	e.start()
 	url, secret := waitWebhook(t, e.tg)
-	if list, sent := e.tg.AllowedUpdates(); !sent || !slices.Equal(list, []string{"message"}) {
-		t.Errorf("setWebhook asked for %q (sent %v), want [message]", list, sent)
+	if list, sent := e.tg.AllowedUpdates(); !sent || !slices.Equal(list, []string{"message", "callback_query"}) {
+		t.Errorf("setWebhook asked for %q (sent %v), want [message callback_query]", list, sent)
 	}
 	edit := e.tg.PrivateText(4, "ann", "edited")
 	if _, err := e.tg.DeliverWebhook(e.ctx(), faketelegram.Update{"edited_message": edit["message"]}); !errors.Is(err, faketelegram.ErrNotAllowed) {

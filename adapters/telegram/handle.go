@@ -16,8 +16,9 @@ import (
 // errNotReady is returned for updates that arrive before getMe answered.
 var errNotReady = errors.New("telegram adapter not ready")
 
-// handleUpdate takes one update from polling or the webhook: it is logged,
-// and queued when it is addressed to the bot. It returns an error only when
+// handleUpdate takes one update from polling or the webhook: a message is
+// logged, and queued when it is addressed to the bot; a button press is
+// answered (handleCallback). It returns an error only when
 // the update could not be recorded, so the caller must not acknowledge it.
 func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 	bot, ok := a.identity()
@@ -32,6 +33,10 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 		}
 		ev.Msg("skipping a telegram update that does not decode")
 		return nil // re-delivering it would not help
+	}
+	if u.Callback != nil {
+		a.handleCallback(ctx, u, bot)
+		return nil
 	}
 	m := u.Msg
 	// Edited messages (not asked for, see allowedUpdates, but one created

@@ -19,13 +19,14 @@ import (
 )
 
 // allowedUpdates are the update kinds ship asks for, in getUpdates and
-// setWebhook alike (Telegram keeps the last list given). Edits are left
+// setWebhook alike (Telegram keeps the last list given): new messages, and
+// presses of the bot's inline buttons (tool approvals). Edits are left
 // out on purpose: a user who edits a question already answered would get a
 // second answer to one message, and one who edits while the bot is still
 // thinking could not tell which version was answered. An edit changes
 // nothing; a corrected question is sent as a new message. (Edits created
 // before the list changed may still arrive once: handleUpdate ignores them.)
-const allowedUpdates = `["message"]`
+const allowedUpdates = `["message","callback_query"]`
 
 // poll runs the long-polling loop until ctx ends. The offset is saved only
 // after every update of a batch is in the ChatStore, so a crash re-delivers

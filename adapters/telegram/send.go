@@ -96,7 +96,7 @@ func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, tex
 	}
 	group := req.ChatType == "group" || req.ChatType == "supergroup"
 	for i, part := range split.Split(text, MaxMessageChars) {
-		if err := a.sender.send(ctx, chatID, threadID, replyTo, group, part); err != nil {
+		if err := a.sender.send(ctx, chatID, threadID, replyTo, group, part, ""); err != nil {
 			if i > 0 {
 				return fmt.Errorf("part %d of the reply: %w", i+1, err)
 			}
@@ -160,9 +160,10 @@ func (s *sender) pauseChat(chatID int64, d time.Duration) {
 	}
 }
 
-// send delivers one part. It returns an error only when Telegram will not
-// take it: a bad request, the bot blocked or removed, or retries used up.
-func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, group bool, text string) error {
+// send delivers one part, with markup (reply_markup JSON) when it is not
+// "". It returns an error only when Telegram will not take it: a bad
+// request, the bot blocked or removed, or retries used up.
+func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, group bool, text, markup string) error {
 	s.mu.Lock()
 	if id, ok := s.newIDs[chatID]; ok {
 		chatID = id
@@ -183,6 +184,9 @@ func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, grou
 		}
 		if parseMode != "" {
 			p["parse_mode"] = parseMode
+		}
+		if markup != "" {
+			p["reply_markup"] = markup
 		}
 		_, err := s.api.call(ctx, "sendMessage", p)
 		if err == nil {

@@ -14,12 +14,20 @@ import (
 // every update is decoded a second time into this.
 type topicFields struct {
 	Message *struct {
-		MessageThreadID int64 `json:"message_thread_id"`
-		IsTopicMessage  bool  `json:"is_topic_message"`
-		ReplyTo         *struct {
+		topicMessage
+		ReplyTo *struct {
 			ForumTopicCreated json.RawMessage `json:"forum_topic_created"`
 		} `json:"reply_to_message"`
 	} `json:"message"`
+	CallbackQuery *struct {
+		Message *topicMessage `json:"message"`
+	} `json:"callback_query"`
+}
+
+// topicMessage is where a message stands among a forum's topics.
+type topicMessage struct {
+	MessageThreadID int64 `json:"message_thread_id"`
+	IsTopicMessage  bool  `json:"is_topic_message"`
 }
 
 // update is one decoded incoming update.
@@ -33,6 +41,9 @@ type update struct {
 	// which every message in a topic points at. It is not a reply to
 	// anyone, least of all the bot.
 	ReplyIsTopicStart bool
+	// Callback is a button press (Msg is nil then); ThreadID and IsTopic
+	// describe the message that carries the button.
+	Callback *tgbotapi.CallbackQuery
 }
 
 // updateID reads update_id alone, so that an update whose other fields do
@@ -57,11 +68,15 @@ func decodeUpdate(raw json.RawMessage) (update, error) {
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return update{}, fmt.Errorf("decoding update: %w", err)
 	}
-	out := update{ID: u.UpdateID, Msg: u.Message}
-	if t.Message != nil {
+	out := update{ID: u.UpdateID, Msg: u.Message, Callback: u.CallbackQuery}
+	switch {
+	case t.Message != nil:
 		out.ThreadID = t.Message.MessageThreadID
 		out.IsTopic = t.Message.IsTopicMessage
 		out.ReplyIsTopicStart = t.Message.ReplyTo != nil && len(t.Message.ReplyTo.ForumTopicCreated) > 0
+	case t.CallbackQuery != nil && t.CallbackQuery.Message != nil:
+		out.ThreadID = t.CallbackQuery.Message.MessageThreadID
+		out.IsTopic = t.CallbackQuery.Message.IsTopicMessage
 	}
 	return out, nil
 }

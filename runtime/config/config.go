@@ -128,6 +128,12 @@ type FeishuConfig struct {
 	// are neither signed nor encrypted.
 	EncryptKey string `json:"encryptKey,omitempty"`
 	BusyNote   *bool  `json:"busyNote,omitempty"`
+	// AllowedChatIDs, when set, are the only chats answered or logged:
+	// Feishu chat_ids (oc_…), p2p chats included.
+	AllowedChatIDs []string `json:"allowedChatIds,omitempty"`
+	// AllowedUserIDs, when set, are the only senders answered or logged:
+	// the sender's open_id (ou_…) under this app.
+	AllowedUserIDs []string `json:"allowedUserIds,omitempty"`
 }
 
 // QQConfig is the QQ adapter.
@@ -147,6 +153,14 @@ type QQConfig struct {
 	// guild @ messages, guild DMs).
 	Intents  int   `json:"intents,omitempty"`
 	BusyNote *bool `json:"busyNote,omitempty"`
+	// AllowedChatIDs, when set, are the only chats answered or logged: a
+	// group's group_openid, a guild channel's channel id, a guild DM's
+	// guild id, or for a C2C chat the user's user_openid.
+	AllowedChatIDs []string `json:"allowedChatIds,omitempty"`
+	// AllowedUserIDs, when set, are the only authors answered or logged:
+	// the author's member_openid in groups, user_openid in C2C chats, or
+	// user id in guilds.
+	AllowedUserIDs []string `json:"allowedUserIds,omitempty"`
 }
 
 // On reports whether an adapter runs: it has credentials and ship.json does
