@@ -93,9 +93,9 @@ type Engine struct {
 	bgCancel context.CancelFunc
 	// sweepCancel ends the sweeper first: it never ends by itself.
 	sweepCancel context.CancelFunc
-	bgMu     sync.Mutex
-	bg       sync.WaitGroup
-	closed   bool
+	bgMu        sync.Mutex
+	bg          sync.WaitGroup
+	closed      bool
 }
 
 // New opens the store and the journal and starts the queue's workers.

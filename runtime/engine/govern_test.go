@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,44 +16,6 @@ import (
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
-// shellModel is a model that does what it is asked: "run: CMD" calls
-// exec_shell with CMD (it says "no shell" when the tool is not offered);
-// with a tool result in hand it reports it through chat_send, and after
-// chat_send it stops.
-func shellModel(r fakeopenai.Request) fakeopenai.Response {
-	if last := lastCall(r); last == "chat_send" {
-		return fakeopenai.Response{}
-	}
-	say := func(text string) fakeopenai.Response {
-		args, _ := json.Marshal(map[string]string{"text": text})
-		return fakeopenai.Response{ToolCalls: []fakeopenai.ToolCall{{Name: "chat_send", Arguments: string(args)}}}
-	}
-	if res := r.ToolResults(); len(res) > 0 {
-		return say("result: " + res[len(res)-1].Content)
-	}
-	cmd, ok := strings.CutPrefix(r.LastUser(), "run: ")
-	if !ok {
-		return say("echo: " + r.LastUser())
-	}
-	if !r.HasTool("exec_shell") {
-		return say("no shell")
-	}
-	args, _ := json.Marshal(map[string]string{"command": cmd})
-	return fakeopenai.Response{ToolCalls: []fakeopenai.ToolCall{{Name: "exec_shell", Arguments: string(args)}}}
-}
-
-// lastCall is the name of the last tool the model called in r, if any.
-func lastCall(r fakeopenai.Request) string {
-	for i := len(r.Messages) - 1; i >= 0; i-- {
-		if m := r.Messages[i]; m.Role == "user" {
-			return ""
-		} else if m.Role == "assistant" && len(m.ToolCalls) > 0 {
-			return m.ToolCalls[len(m.ToolCalls)-1].Name
-		}
-	}
-	return ""
-}
-
 // adminPolicy: u1 may run echo and ls; "admin" may approve; rm never runs.
 const adminPolicy = `{
   "deny": ["exec_shell(rm -rf*)"],
@@ -65,7 +26,7 @@ const adminPolicy = `{
 }`
 
 func TestAllowedCommandRunsAndItsOutputReachesTheModel(t *testing.T) {
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true, policy: adminPolicy})
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy})
 	if o := h.ask("1", "m1", "run: echo hello-from-shell"); o.Err != nil {
 		t.Fatal(o.Err)
 	}
@@ -80,7 +41,7 @@ func TestAllowedCommandRunsAndItsOutputReachesTheModel(t *testing.T) {
 }
 
 func TestDeniedToolIsNotOffered(t *testing.T) {
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true, policy: adminPolicy})
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy})
 	// u2 is in no role: exec_shell's default is deny, so the model never
 	// sees it.
 	done := make(chan ingress.Outcome, 1)
@@ -107,7 +68,7 @@ func TestDeniedToolIsNotOffered(t *testing.T) {
 }
 
 func TestRequestNarrowingHidesATool(t *testing.T) {
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true, policy: adminPolicy})
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy})
 	done := make(chan ingress.Outcome, 1)
 	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("1"),
@@ -124,7 +85,7 @@ func TestRequestNarrowingHidesATool(t *testing.T) {
 }
 
 func TestRmRfIsRefusedAndReported(t *testing.T) {
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true, policy: adminPolicy})
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy})
 	victim := filepath.Join(h.dir, "x")
 	if err := os.Mkdir(victim, 0o755); err != nil {
 		t.Fatal(err)
@@ -162,7 +123,7 @@ func TestRmRfIsRefusedAndReported(t *testing.T) {
 func TestSecretsNeverReachTheModelTheLogOrTheChatLog(t *testing.T) {
 	const secret = "sk-very-secret-0123456789"
 	t.Setenv("LLM_API_KEY", secret)
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true, policy: adminPolicy, secrets: []string{secret}, logAll: true})
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy, secrets: []string{secret}, logAll: true})
 	// The variable is gone from the child's environment; the value, put
 	// together and printed anyway, is redacted.
 	h.ask("1", "m1", `run: echo "env=[$LLM_API_KEY]" "sk-very-"secret-0123456789`)
@@ -234,7 +195,7 @@ func approvalCode(t *testing.T, s sent) string {
 }
 
 func TestApprovalRunsTheCallOnceInANewTurn(t *testing.T) {
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true, policy: approvalPolicy})
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
 	group := chatKeyOf("-1001")
 	o := h.ask("-1001", "m1", "run: echo approved-output")
 	if o.Err != nil {
@@ -291,7 +252,7 @@ func TestApprovalRunsTheCallOnceInANewTurn(t *testing.T) {
 }
 
 func TestDenyIsAnnouncedOnceAndNothingRuns(t *testing.T) {
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true, policy: approvalPolicy})
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
 	group := chatKeyOf("-1001")
 	h.ask("-1001", "m1", "run: echo never")
 	code := approvalCode(t, h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 }))
@@ -313,13 +274,13 @@ func TestDenyIsAnnouncedOnceAndNothingRuns(t *testing.T) {
 
 func TestApprovalsSurviveARestart(t *testing.T) {
 	dir := t.TempDir()
-	h := newHarness(t, harnessOptions{dir: dir, handler: shellModel, exec: true, policy: approvalPolicy})
+	h := newHarness(t, harnessOptions{dir: dir, handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
 	group := chatKeyOf("-1001")
 	h.ask("-1001", "m1", "run: echo after-restart")
 	code := approvalCode(t, h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 }))
 	h.close()
 
-	h2 := newHarness(t, harnessOptions{dir: dir, handler: shellModel, exec: true, policy: approvalPolicy})
+	h2 := newHarness(t, harnessOptions{dir: dir, handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
 	req := dispatch.RequestContext{Channel: testChannel, ChatID: "-1001", ChatKey: group, UserID: "boss", MessageID: "m2"}
 	if reply, _ := h2.engine.Command(context.Background(), "approve", code, req); reply != "" {
 		t.Fatalf("approve after restart: %q", reply)
@@ -328,12 +289,14 @@ func TestApprovalsSurviveARestart(t *testing.T) {
 }
 
 func TestAnExpiredApprovalIsAnnouncedAndCannotBeApproved(t *testing.T) {
-	h := newHarness(t, harnessOptions{handler: shellModel, exec: true,
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true,
 		policy: strings.Replace(approvalPolicy, `"approvalTTLSeconds": 600`, `"approvalTTLSeconds": 1`, 1)})
 	group := chatKeyOf("-1001")
 	h.ask("-1001", "m1", "run: echo too-late")
 	code := approvalCode(t, h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 }))
-	h.waitFor(group, func(s sent) bool { return strings.Contains(s.Text, "expired unanswered") && strings.Contains(s.Text, code) })
+	h.waitFor(group, func(s sent) bool {
+		return strings.Contains(s.Text, "expired unanswered") && strings.Contains(s.Text, code)
+	})
 	req := dispatch.RequestContext{Channel: testChannel, ChatID: "-1001", ChatKey: group, UserID: "boss", MessageID: "m2"}
 	if reply, _ := h.engine.Command(context.Background(), "approve", code, req); !strings.Contains(reply, "expired") {
 		t.Errorf("approve after expiry: %q", reply)
