@@ -158,17 +158,16 @@ func (g *governor) approval(ctx context.Context, sc runScope, call policy.Call, 
 		log.Error().Err(posted).Str("approval", a.Code).Msg("posting an approval request")
 	}
 	log.Info().Str("approval", a.Code).Str("identity", a.Identity).Msg("approval asked")
-	msg := fmt.Sprintf("This call needs approval (%s). I asked in the chat with code %s; it runs when an approver answers, before %s. "+
-		"Tell the user it waits for approval and end your turn; do not call it again now.", d.Reason, a.Code, a.Expires.UTC().Format("15:04 MST"))
+	msg := fmt.Sprintf("Approval was asked in the chat with code %s; the call runs when an approver answers, before %s. "+
+		"Tell the user it waits for approval and end your turn; do not call it again now.", a.Code, a.Expires.UTC().Format("15:04 MST"))
 	if posted != nil {
-		msg = fmt.Sprintf("This call needs approval (%s), code %s, but the request could not be posted to the chat. Tell the user an approver can answer with /approve %s.", d.Reason, a.Code, a.Code)
+		msg = fmt.Sprintf("The approval request (code %s) could not be posted to the chat. Tell the user an approver can answer with /approve %s.", a.Code, a.Code)
 	}
 	fields := map[string]any{"approvalRequired": true, "approvalCode": a.Code, "expires": a.Expires.UTC(), "message": msg}
 	if len(approvers) == 0 {
 		fields["warning"] = `no role may approve ("approve": true in ship.json tools.roles): it will expire unanswered`
 	}
-	v := refuse(agent.RefusedPendingApproval, "needs approval: "+d.Reason, fields)
-	return v
+	return refuse(agent.RefusedPendingApproval, d.Reason, fields)
 }
 
 // buttonSender is the platform capability (adapters.ButtonSender) of
