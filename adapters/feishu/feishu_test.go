@@ -110,6 +110,17 @@ func TestSameEventTwiceIsAnsweredOnceEvenAfterRestart(t *testing.T) {
 	}
 }
 
+func TestApproveInAGroupReachesTheCoreWithItsCode(t *testing.T) {
+	e := newEnv(t, setup{})
+	e.push(e.lk.GroupText("oc_g", "ou_ann", "@_user_1 /approve 7kq2mx", e.lk.BotMention("@_user_1")))
+	if got := e.waitSent(1)[0].Text; !strings.Contains(got, "no approval with code 7KQ2MX") {
+		t.Errorf("/approve answered %q", got)
+	}
+	if n := e.model.RequestCount(); n != 0 {
+		t.Errorf("/approve reached the model: %d calls", n)
+	}
+}
+
 func TestHelpIsAnsweredWithoutTheModel(t *testing.T) {
 	e := newEnv(t, setup{})
 	e.push(e.lk.P2PText("oc_h", "ou_ann", "/help"))

@@ -42,6 +42,7 @@ func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog
 	eng, err := engine.New(engine.Options{
 		ChatsDir: filepath.Join(dir, ".ship", "chats"), Durability: chat.DurabilityNone,
 		Model: llm, ModelName: "fake/m", Tools: tools.Default, Logger: log, RetryBackoff: time.Millisecond,
+		ApprovalsPath: filepath.Join(dir, ".ship", "approvals.json"),
 	})
 	if err != nil {
 		t.Fatal(err)
