@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -141,7 +143,13 @@ func OpenStore(path string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s.st = st
-	if err := s.update(func(*state) error { return nil }); err != nil {
+	// The file is written only when loading pruned something: an fsync
+	// here would cost every start-up a few milliseconds. The folder is made
+	// now, so a path that can never be written fails at start.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("opening approvals: %w", err)
+	}
+	if err := s.update(func(*state) error { return errNoChange }); err != nil && !errors.Is(err, errNoChange) {
 		return nil, err
 	}
 	return s, nil
