@@ -57,12 +57,12 @@ type PresetCall struct {
 
 // offeredTools is the tool list of one run: the tools the gate lets the
 // model see.
-func (r *Runtime) offeredTools(ctx context.Context) []llms.Tool {
+func (r *Runtime) offeredTools(ctx context.Context, defs []llms.Tool) []llms.Tool {
 	if r.opts.Gate == nil {
-		return r.toolDefs
+		return defs
 	}
-	out := make([]llms.Tool, 0, len(r.toolDefs))
-	for _, t := range r.toolDefs {
+	out := make([]llms.Tool, 0, len(defs))
+	for _, t := range defs {
 		if r.opts.Gate.Offered(ctx, t.Function.Name) {
 			out = append(out, t)
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +43,21 @@ type Options struct {
 	Now          func() time.Time
 	// Gate, when set, decides which tools each run offers and whether each
 	// call may run.
-	Gate   Gate
-	Logger zerolog.Logger
+	Gate Gate
+	// Toolboxes offer tools that come and go while ship runs (MCP
+	// servers); each run takes their tools as they are when it starts. A
+	// name already taken is skipped.
+	Toolboxes []Toolbox
+	// PromptSections add text to every run's system prompt, after the
+	// default prompt (the list of skills); each is called once per run and
+	// "" adds nothing.
+	PromptSections []func() string
+	Logger         zerolog.Logger
+}
+
+// Toolbox is a source of tools that change at run time.
+type Toolbox interface {
+	Tools() []Tool
 }
 
 // Runtime is the agent brain. One Runtime serves every chat; runs of
@@ -99,6 +114,40 @@ func New(opts Options) (*Runtime, error) {
 	return r, nil
 }
 
+// runTools returns the tools of one run: the fixed ones and what the
+// toolboxes offer now.
+func (r *Runtime) runTools(log zerolog.Logger) ([]llms.Tool, map[string]Tool) {
+	if len(r.opts.Toolboxes) == 0 {
+		return r.toolDefs, r.tools
+	}
+	defs := slices.Clone(r.toolDefs)
+	byName := maps.Clone(r.tools)
+	for _, tb := range r.opts.Toolboxes {
+		for _, t := range tb.Tools() {
+			def := t.Definition()
+			if _, dup := byName[def.Name]; dup {
+				log.Warn().Str("tool", def.Name).Msg("a tool of that name exists already; skipped")
+				continue
+			}
+			byName[def.Name] = t
+			defs = append(defs, llms.Tool{Type: "function", Function: &def})
+		}
+	}
+	return defs, byName
+}
+
+// Tools lists every tool a run would have now (fixed and from toolboxes),
+// for GET /api/tools.
+func (r *Runtime) Tools() []Tool {
+	_, byName := r.runTools(r.opts.Logger)
+	out := make([]Tool, 0, len(byName))
+	for _, t := range byName {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Definition().Name, b.Definition().Name) })
+	return out
+}
+
 // Forget empties the in-memory history of a chat (the /clear command). The
 // ChatStore keeps the log, so chat_load_history still finds it.
 func (r *Runtime) Forget(chatKey string) { r.sessions.forget(chatKey) }
@@ -124,6 +173,11 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	}
 
 	system := systemPrompt(agentText, defaultPrompt(r.opts.Now(), in.ChatKey, req, hasChannel))
+	for _, section := range r.opts.PromptSections {
+		if text := section(); text != "" {
+			system += "\n" + text
+		}
+	}
 	messages := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, system)}
 	for _, t := range hist {
 		messages = append(messages, t...)
@@ -150,7 +204,8 @@ type loop struct {
 	hasChannel bool
 	log        zerolog.Logger
 
-	tools          []llms.Tool // offered in this run
+	tools          []llms.Tool     // offered in this run
+	callable       map[string]Tool // the run's tools by name, offered or not
 	res            AgentResult
 	lastDelivered  string
 	contextRetries int
@@ -160,7 +215,9 @@ const maxContextRetries = 3
 
 func (l *loop) run(ctx context.Context) (AgentResult, error) {
 	l.res.ToolCalls = []ToolCallRecord{}
-	l.tools = l.r.offeredTools(ctx)
+	defs, callable := l.r.runTools(l.log)
+	l.callable = callable
+	l.tools = l.r.offeredTools(ctx, defs)
 	if len(l.in.Preset) > 0 && l.runPreset(ctx) && l.hasChannel {
 		return l.finish(), nil
 	}
@@ -351,7 +408,7 @@ func (l *loop) runCalls(ctx context.Context, step int, ai llms.MessageContent, c
 }
 
 func (l *loop) callTool(ctx context.Context, step int, callID, name, args string) (res ToolResult) {
-	t, ok := l.r.tools[name]
+	t, ok := l.callable[name]
 	if !ok {
 		return errorResult(fmt.Sprintf("unknown tool %q", name))
 	}

@@ -63,6 +63,12 @@ type Options struct {
 	// (<project>/.ship/approvals.json), so they survive a restart. Without
 	// it a call that needs approval is refused.
 	ApprovalsPath string
+	// Toolboxes offer tools that change while ship runs (MCP servers).
+	Toolboxes []agent.Toolbox
+	// PromptSections add text to every run's system prompt (the skills).
+	PromptSections []func() string
+	// Observe sees every message once it is logged (the contacts book).
+	Observe func(ctx context.Context, s ingress.Submission)
 	// Redact hides known secret values in what the chat log keeps of tool
 	// calls; nil keeps the text.
 	Redact func(string) string
@@ -148,16 +154,18 @@ func New(opts Options) (*Engine, error) {
 		}
 	}
 	rt, err := agent.New(agent.Options{
-		Gate:         gov,
-		Model:        opts.Model,
-		Tools:        tools,
-		Store:        store,
-		AgentMDPath:  opts.AgentMDPath,
-		History:      opts.History,
-		Stream:       opts.Stream,
-		RetryBackoff: opts.RetryBackoff,
-		MaxTokens:    opts.MaxTokens,
-		Logger:       opts.Logger,
+		Gate:           gov,
+		Toolboxes:      opts.Toolboxes,
+		PromptSections: opts.PromptSections,
+		Model:          opts.Model,
+		Tools:          tools,
+		Store:          store,
+		AgentMDPath:    opts.AgentMDPath,
+		History:        opts.History,
+		Stream:         opts.Stream,
+		RetryBackoff:   opts.RetryBackoff,
+		MaxTokens:      opts.MaxTokens,
+		Logger:         opts.Logger,
 	})
 	if err != nil {
 		closeAll()
@@ -175,7 +183,7 @@ func New(opts Options) (*Engine, error) {
 		runtime:  rt,
 		queue:    q,
 		ingress: ingress.New(ingress.Options{
-			Store: store, Queue: q, Journal: jn, Limiter: ingress.NewUserLimiter(opts.UserLimit), Logger: opts.Logger,
+			Store: store, Queue: q, Journal: jn, Limiter: ingress.NewUserLimiter(opts.UserLimit), Observe: opts.Observe, Logger: opts.Logger,
 		}),
 		journal:   jn,
 		model:     opts.ModelName,

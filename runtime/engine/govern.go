@@ -36,18 +36,39 @@ type runScope struct {
 	subject   policy.Subject
 	narrowing policy.Narrowing
 	req       dispatch.RequestContext
+	// limits are what the run's own tools tightened (a skill's
+	// allowed-tools); nil outside a run.
+	limits *policy.RunLimits
 }
 
 type scopeKey struct{}
 
 // defaultVerdict is a tool's verdict where no rule decides: the chat_*
-// tools are the conversation itself and are allowed; a tool that acts
-// (exec_shell, MCP, skills) is denied until a rule allows it.
-func defaultVerdict(tool string) policy.Verdict {
-	if strings.HasPrefix(tool, "chat_") {
+// and skills_* tools are the conversation itself and are allowed, except
+// that messaging other people (chat_contact_*) is off in group chats; a
+// tool that acts (exec_shell, MCP, tasks) is denied until a rule allows
+// it.
+func defaultVerdict(tool string, req dispatch.RequestContext) policy.Verdict {
+	switch {
+	case strings.HasPrefix(tool, "chat_contact_"):
+		if groupChat(req.ChatType) {
+			return policy.Deny
+		}
+		return policy.Allow
+	case strings.HasPrefix(tool, "chat_"), strings.HasPrefix(tool, "skills_"):
 		return policy.Allow
 	}
 	return policy.Deny
+}
+
+// groupChat reports whether a chat type (as the platforms name it) has
+// more than one person in it.
+func groupChat(chatType string) bool {
+	switch chatType {
+	case "group", "supergroup", "channel":
+		return true
+	}
+	return false
 }
 
 // identity is how the policy names a person: "channel:userId".
@@ -63,11 +84,13 @@ func (g *governor) current() *policy.Policy {
 
 // begin fixes the run's scope: the policy in force now, who asked, where.
 func (g *governor) begin(ctx context.Context, job ingress.Job) context.Context {
+	ctx, limits := policy.WithRunLimits(ctx)
 	return context.WithValue(ctx, scopeKey{}, runScope{
 		policy:    g.current(),
 		subject:   policy.Subject{Identity: identity(job.Request), ChatKey: job.Request.ChatKey},
 		narrowing: job.Tools,
 		req:       job.Request,
+		limits:    limits,
 	})
 }
 
@@ -82,7 +105,7 @@ func (g *governor) scope(ctx context.Context) runScope {
 // Offered implements agent.Gate.
 func (g *governor) Offered(ctx context.Context, tool string) bool {
 	sc := g.scope(ctx)
-	return sc.policy.Offered(sc.subject, tool, sc.narrowing, defaultVerdict(tool))
+	return sc.limits.Offers(tool) && sc.policy.Offered(sc.subject, tool, sc.narrowing, defaultVerdict(tool, sc.req))
 }
 
 // Check implements agent.Gate.
@@ -92,7 +115,10 @@ func (g *governor) Check(ctx context.Context, tool string, args json.RawMessage)
 	if l, ok := g.liners[tool]; ok {
 		call.Arg, _ = l.CommandLine(args) // bad arguments: the tool itself says what is wrong
 	}
-	d := sc.policy.Decide(sc.subject, call, sc.narrowing, defaultVerdict(tool))
+	if ok, why := sc.limits.Check(call); !ok {
+		return refuse(agent.RefusedByPolicy, why, nil)
+	}
+	d := sc.policy.Decide(sc.subject, call, sc.narrowing, defaultVerdict(tool, sc.req))
 	switch d.Verdict {
 	case policy.Allow:
 		return agent.Verdict{Allow: true}

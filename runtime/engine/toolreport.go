@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -37,16 +38,19 @@ type ToolsReport struct {
 func (e *Engine) Tools(chatKey, user, command string) ToolsReport {
 	pol := e.gov.current()
 	subj := policy.Subject{Identity: user, ChatKey: chatKey}
+	// The chat type is not known from a key alone; groups are the safer
+	// guess for the defaults that depend on it.
+	req := dispatch.RequestContext{ChatKey: chatKey, ChatType: "group"}
 	rep := ToolsReport{ChatKey: chatKey, User: user, Roles: pol.Roles(user), CanApprove: pol.CanApprove(user), Tools: []ToolInfo{}}
 	if rep.Roles == nil {
 		rep.Roles = []string{}
 	}
-	for _, t := range e.tools {
+	for _, t := range e.runtime.Tools() {
 		def := t.Definition()
 		_, liner := e.gov.liners[def.Name]
 		info := ToolInfo{
-			Name: def.Name, Description: def.Description, Default: defaultVerdict(def.Name),
-			Offered: pol.Offered(subj, def.Name, policy.Narrowing{}, defaultVerdict(def.Name)), TakesCommand: liner,
+			Name: def.Name, Description: def.Description, Default: defaultVerdict(def.Name, req),
+			Offered: pol.Offered(subj, def.Name, policy.Narrowing{}, defaultVerdict(def.Name, req)), TakesCommand: liner,
 			Rules: pol.Rules(subj, def.Name),
 		}
 		if !liner || command != "" {
@@ -54,7 +58,7 @@ func (e *Engine) Tools(chatKey, user, command string) ToolsReport {
 			if liner {
 				call.Arg = command
 			}
-			d := pol.Decide(subj, call, policy.Narrowing{}, defaultVerdict(def.Name))
+			d := pol.Decide(subj, call, policy.Narrowing{}, defaultVerdict(def.Name, req))
 			info.Decision = &d
 		}
 		rep.Tools = append(rep.Tools, info)

@@ -72,6 +72,9 @@ type Options struct {
 	// Limiter, when set, caps how fast one user of a chat is answered
 	// (AcceptOnce, i.e. platform messages).
 	Limiter *UserLimiter
+	// Observe, when set, sees every message once it is logged, accepted or
+	// recorded (the contacts book learns who is where from it).
+	Observe func(ctx context.Context, s Submission)
 	Logger  zerolog.Logger
 }
 
@@ -82,6 +85,7 @@ type Ingress struct {
 	queue   *Queue
 	journal *journal.Journal
 	limiter *UserLimiter
+	observe func(ctx context.Context, s Submission)
 	log     zerolog.Logger
 
 	// seen holds recently accepted (chatKey, messageId) pairs; older ones
@@ -100,7 +104,7 @@ func New(opts Options) *Ingress {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return &Ingress{
-		store: opts.Store, queue: opts.Queue, journal: opts.Journal, limiter: opts.Limiter, log: opts.Logger,
+		store: opts.Store, queue: opts.Queue, journal: opts.Journal, limiter: opts.Limiter, observe: opts.Observe, log: opts.Logger,
 		seen: seen, boot: hex.EncodeToString(b),
 	}
 }
@@ -133,6 +137,10 @@ type Submission struct {
 	Preset []agent.PresetCall
 	Notice string
 	Tools  policy.Narrowing
+	// Route, when set, is where replies go instead of where the message
+	// came from: a scheduled task is logged as channel "scheduler" in its
+	// target chat and answered through that chat's platform.
+	Route *dispatch.RequestContext
 	// DeferSync is for channels whose acknowledgement is the answer itself
 	// (the HTTP API): the user entry's fsync is left to the reply's, and
 	// waited for before OnDone, so a turn costs one fsync instead of two.
@@ -142,6 +150,9 @@ type Submission struct {
 
 // Request is where a reply to s goes.
 func (s Submission) Request() dispatch.RequestContext {
+	if s.Route != nil {
+		return *s.Route
+	}
 	m := s.Message
 	return dispatch.RequestContext{
 		Channel: s.Channel, ChatID: m.ChatID, MessageThreadID: m.MessageThreadID, ThreadID: m.ThreadID,
@@ -224,6 +235,9 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 		in.logRefusal(ctx, req, err)
 		return Ticket{}, fmt.Errorf("queueing message: %w", err)
 	}
+	if in.observe != nil && logUser {
+		in.observe(ctx, s)
+	}
 	return Ticket{Ticket: t}, nil
 }
 
@@ -247,6 +261,9 @@ func (in *Ingress) Record(ctx context.Context, s Submission) error {
 	}
 	if _, err := in.store.Append(ctx, e); err != nil {
 		return fmt.Errorf("recording message: %w", err)
+	}
+	if in.observe != nil {
+		in.observe(ctx, s)
 	}
 	return nil
 }
