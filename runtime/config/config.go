@@ -39,6 +39,9 @@ type Config struct {
 	Adapters AdaptersConfig `json:"adapters"`
 	// Tools is exec_shell's switch and the tool policy.
 	Tools ToolsConfig `json:"tools"`
+	// MCP lists the MCP servers; Skills adds skill folders.
+	MCP    MCPConfig    `json:"mcp"`
+	Skills SkillsConfig `json:"skills"`
 
 	// lookup is how this configuration read the environment (and .env):
 	// a reload of ship.json expands "${VAR}" the same way.

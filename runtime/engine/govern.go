@@ -85,9 +85,13 @@ func (g *governor) current() *policy.Policy {
 // begin fixes the run's scope: the policy in force now, who asked, where.
 func (g *governor) begin(ctx context.Context, job ingress.Job) context.Context {
 	ctx, limits := policy.WithRunLimits(ctx)
+	who := job.Identity
+	if who == "" {
+		who = identity(job.Request)
+	}
 	return context.WithValue(ctx, scopeKey{}, runScope{
 		policy:    g.current(),
-		subject:   policy.Subject{Identity: identity(job.Request), ChatKey: job.Request.ChatKey},
+		subject:   policy.Subject{Identity: who, ChatKey: job.Request.ChatKey},
 		narrowing: job.Tools,
 		req:       job.Request,
 		limits:    limits,

@@ -40,6 +40,10 @@ type Job struct {
 	// Tools is the request layer of the tool policy: rules an API request
 	// added for its own run.
 	Tools policy.Narrowing
+	// Identity is who the run acts for in the tool policy when it is not
+	// the sender ("scheduler:daily-report"); "" means Request's
+	// "channel:userId".
+	Identity string
 }
 
 // Outcome is how a queued message ended.
@@ -141,6 +145,8 @@ type Submission struct {
 	// came from: a scheduled task is logged as channel "scheduler" in its
 	// target chat and answered through that chat's platform.
 	Route *dispatch.RequestContext
+	// Identity is handed to the Job (see there).
+	Identity string
 	// DeferSync is for channels whose acknowledgement is the answer itself
 	// (the HTTP API): the user entry's fsync is left to the reply's, and
 	// waited for before OnDone, so a turn costs one fsync instead of two.
@@ -203,7 +209,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			pending.Release()
 			pending = nil
 		}
-		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools}); err != nil {
+		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools, Identity: s.Identity}); err != nil {
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
@@ -223,7 +229,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 	}
 	t, err := in.queue.Enqueue(queue.Item[Job]{ID: s.ID, ChatKey: s.ChatKey, Value: Job{
 		Request: req, Instructions: s.Message.Text, OnDone: onDone, OnStep: s.OnStep, Journaled: journaled,
-		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools,
+		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools, Identity: s.Identity,
 	}})
 	if err != nil {
 		if pending != nil {
@@ -285,7 +291,7 @@ func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
 		in.log.Error().Err(err).Str("chatKey", it.ChatKey).Msg("recovery: restoring the message in the chat log")
 	}
 	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
-		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools,
+		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
 	}})
 	if err != nil {
 		return fmt.Errorf("queueing an interrupted message: %w", err)

@@ -61,6 +61,8 @@ type Item struct {
 	// Tools is the request's narrowing of the tool policy: a resumed run
 	// must not get more than the request allowed.
 	Tools policy.Narrowing `json:"tools,omitzero"`
+	// Identity is who the run acts for, when not the sender.
+	Identity string `json:"identity,omitempty"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one
