@@ -18,6 +18,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/contacts"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
@@ -112,8 +113,13 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	book, err := contacts.Open(cfg.StatePath("contacts.json"), log)
+	if err != nil {
+		return err
+	}
 	eng, err := engine.New(engine.Options{
-		Tools:         toolsFor(cfg, log),
+		Tools:         toolsFor(cfg, book, log),
+		Observe:       book.Learn,
 		Redact:        newExecShell(cfg, log).Redact,
 		Policy:        policyFile.Current,
 		ApprovalsPath: cfg.StatePath("approvals.json"),
@@ -177,6 +183,15 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		log.Info().Int("messages", n).Msg("recovery: answering messages accepted before the last stop")
 	}
 	adaptersDone := runAdapters(adapterCtx, platforms, log)
+	contactsDone := make(chan struct{})
+	go func() { book.Run(adapterCtx); close(contactsDone) }()
+	defer func() {
+		<-contactsDone
+		// Messages taken while the engine drained are in the book too.
+		if err := book.Flush(); err != nil {
+			log.Error().Err(err).Msg("saving contacts")
+		}
+	}()
 	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
@@ -211,9 +226,9 @@ func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 // toolsFor returns the tools the model may be offered: the chat tools,
 // and exec_shell when ship.json switches it on (the policy then decides
 // who may run what).
-func toolsFor(cfg config.Config, log zerolog.Logger) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
+func toolsFor(cfg config.Config, book *contacts.Book, log zerolog.Logger) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
 	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
-		ts := tools.Default(store, d)
+		ts := append(tools.Default(store, d), tools.Contacts(book, d)...)
 		if cfg.Tools.Exec.Enabled {
 			ts = append(ts, newExecShell(cfg, log))
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")

@@ -11,8 +11,9 @@ import (
 // request does not offer exec_shell. With a tool result after the last user
 // message it reports the last one through chat_send as "result: <content>"
 // (so a call that was refused, or that ran after an approval, is visible in
-// the chat); after its own chat_send it ends the turn. Any other message is
-// echoed as "echo: <text>".
+// the chat); after its own chat_send it ends the turn. "tell NAME: TEXT"
+// calls chat_contact_send (or says "no contacts" when it is not offered).
+// Any other message is echoed as "echo: <text>".
 func RunCommands(r Request) Response {
 	if lastCall(r) == "chat_send" {
 		return Response{}
@@ -23,6 +24,14 @@ func RunCommands(r Request) Response {
 	}
 	if res := r.ToolResults(); len(res) > 0 {
 		return say("result: " + res[len(res)-1].Content)
+	}
+	if rest, ok := strings.CutPrefix(r.LastUser(), "tell "); ok {
+		name, text, _ := strings.Cut(rest, ": ")
+		if !r.HasTool("chat_contact_send") {
+			return say("no contacts")
+		}
+		args, _ := json.Marshal(map[string]string{"username": name, "text": text})
+		return Response{ToolCalls: []ToolCall{{Name: "chat_contact_send", Arguments: string(args)}}}
 	}
 	cmd, ok := strings.CutPrefix(r.LastUser(), "run: ")
 	if !ok {
