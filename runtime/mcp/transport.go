@@ -21,9 +21,9 @@ import (
 )
 
 // terminateAfter is how long a stdio server may take to exit once its
-// stdin is closed before it is sent SIGTERM (and later killed): short
-// enough for ship's shutdown budget.
-const terminateAfter = 2 * time.Second
+// stdin is closed before it is sent SIGTERM (and as long again before it
+// is killed): short enough for ship's shutdown budget.
+const terminateAfter = time.Second
 
 // transport builds the way to reach the server: a child process on stdio
 // or streamable HTTP. For stdio it also returns the child's stderr.
@@ -43,6 +43,9 @@ func (s *server) transport() (sdk.Transport, *stderrTail, error) {
 	cmd.Env = childEnv(os.Environ(), s.m.opts.DropEnv, s.cfg.Env)
 	tail := &stderrTail{log: s.log, redact: s.redact}
 	cmd.Stderr = tail
+	// A grandchild that inherited stderr (npx → node) must not keep Wait,
+	// and so the restart or the shutdown, waiting for the pipe to close.
+	cmd.WaitDelay = terminateAfter
 	detach(cmd)
 	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, tail, nil
 }
