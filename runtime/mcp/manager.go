@@ -79,7 +79,7 @@ type ServerStatus struct {
 	LastError string `json:"lastError,omitempty"`
 	// Since is when the server entered State.
 	Since time.Time `json:"since"`
-	// Restarts counts the connections made after the first one.
+	// Restarts counts the connection attempts after the first one.
 	Restarts int `json:"restarts"`
 }
 

@@ -15,8 +15,17 @@ import (
 func TestHTTPServerListsAndCallsWithItsHeaders(t *testing.T) {
 	const auth = "Bearer sk-mcp-header-secret"
 	fake := httpFake(t, fakemcp.HTTPOptions{RequireHeader: "Authorization", RequireValue: auth})
-	r := start(t, map[string]config.MCPServer{"web": {URL: fake.URL, Headers: map[string]string{"Authorization": auth}}})
+	r := start(t, map[string]config.MCPServer{
+		"web":    {URL: fake.URL, Headers: map[string]string{"Authorization": auth}},
+		"nokey":  {URL: fake.URL},
+		"badkey": {URL: fake.URL, Headers: map[string]string{"Authorization": "Bearer sk-wrong-secret"}},
+	})
 	st := r.waitState("web", mcp.StateReady)
+	for _, name := range []string{"nokey", "badkey"} {
+		if st := r.waitState(name, mcp.StateFailed); !strings.Contains(st.LastError, "Unauthorized") || strings.Contains(st.LastError, "sk-wrong-secret") {
+			t.Errorf("%s: lastError %q, want the 401 without the header value", name, st.LastError)
+		}
+	}
 	if st.Transport != "http" || st.Tools < 8 {
 		t.Errorf("status = %+v", st)
 	}
@@ -54,8 +63,8 @@ func TestHTTPServerListsAndCallsWithItsHeaders(t *testing.T) {
 		t.Fatal("calling an unknown tool worked")
 	}
 	mustContain(t, "unknown tool error", err.Error(), "mcp server web refused the call to nope")
-	if strings.Contains(r.logs.String(), "sk-mcp-header-secret") {
-		t.Error("the header value is in the log")
+	if logs := r.logs.String(); strings.Contains(logs, "sk-mcp-header-secret") || strings.Contains(logs, "sk-wrong-secret") {
+		t.Error("a header value is in the log")
 	}
 }
 

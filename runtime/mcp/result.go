@@ -17,6 +17,9 @@ const maxResultBytes = 64 << 10
 // it is; images, audio and resources described (type, MIME type, size or
 // URI), never pasted as base64.
 func format(res *sdk.CallToolResult) Result {
+	if res == nil {
+		return Result{}
+	}
 	var parts []string
 	for _, c := range res.Content {
 		parts = append(parts, describe(c))
