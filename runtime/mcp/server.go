@@ -97,7 +97,7 @@ func (s *server) run(ctx context.Context) {
 // session ended.
 func (s *server) session(ctx context.Context) (readyAt time.Time, err error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "ship", Version: "1"}, &sdk.ClientOptions{
-		// The SDK calls this from its reading loop: hand it off, never block.
+		// The SDK may call this from its reading loop: hand it off, never block.
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.askRefresh() },
 		// ship offers the server nothing (no roots, sampling, elicitation).
 		Capabilities: &sdk.ClientCapabilities{},
@@ -157,7 +157,7 @@ func (s *server) session(ctx context.Context) (readyAt time.Time, err error) {
 
 // list reads the server's tools, page by page.
 func (s *server) list(ctx context.Context, sess *sdk.ClientSession) ([]Tool, error) {
-	var out []Tool
+	out := []Tool{} // not nil: a server may come back with no tools at all
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("listing tools: %w", err)
