@@ -19,6 +19,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/mcp"
 )
 
 // Defaults for Options left at zero.
@@ -29,6 +30,9 @@ const (
 
 // AdapterStatus is one platform adapter as shown by GET /api/status.
 type AdapterStatus = adapters.Status
+
+// MCPStatus is one MCP server as shown by GET /api/status.
+type MCPStatus = mcp.ServerStatus
 
 // Options configure a Server.
 type Options struct {
@@ -44,6 +48,8 @@ type Options struct {
 	Model string
 	// Adapters reports the platform adapters' state; may be nil.
 	Adapters func() []AdapterStatus
+	// MCP reports the MCP servers' state (mcp.Manager.Status); may be nil.
+	MCP func() []MCPStatus
 	// Webhooks are platform webhook handlers by route pattern ("POST
 	// /webhook/telegram"). They sit outside /api: platforms cannot send the
 	// API token, so each handler checks its platform's own signature or
@@ -169,6 +175,7 @@ type statusResponse struct {
 	Model         string          `json:"model"`
 	Queue         queueStatus     `json:"queue"`
 	Adapters      []AdapterStatus `json:"adapters"`
+	MCP           []MCPStatus     `json:"mcp"`
 }
 
 type queueStatus struct {
@@ -192,6 +199,10 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	if adapterList == nil {
 		adapterList = []AdapterStatus{}
 	}
+	mcpList := []MCPStatus{}
+	if s.opts.MCP != nil {
+		mcpList = append(mcpList, s.opts.MCP()...)
+	}
 	writeJSON(w, r, http.StatusOK, statusResponse{
 		Version:       s.opts.Version,
 		UptimeSeconds: int64(time.Since(s.opts.Started) / time.Second),
@@ -205,5 +216,6 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 			RunningChatKeys: keys,
 		},
 		Adapters: adapterList,
+		MCP:      mcpList,
 	})
 }

@@ -117,9 +117,13 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	mcpServers := newMCP(cfg, log)
+	// Closed after the engine: the running message may still call MCP tools.
+	defer mcpServers.close()
 	eng, err := engine.New(engine.Options{
 		Tools:         toolsFor(cfg, book, log),
 		Observe:       book.Learn,
+		Toolboxes:     mcpServers.toolboxes(),
 		Redact:        newExecShell(cfg, log).Redact,
 		Policy:        policyFile.Current,
 		ApprovalsPath: cfg.StatePath("approvals.json"),
@@ -153,6 +157,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	srv, err := server.New(server.Options{
 		Engine: eng, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
+		MCP:         mcpServers.status,
 		Models:      []server.ModelInfo{{Name: modelName, Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}},
 		CORSOrigins: cfg.Server.CORSOrigins,
 	})
@@ -175,6 +180,10 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	log.Info().Str("model", modelName).Str("project", cfg.Dir).Msg("model ready")
 	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.Token != "").Msg("http api listening")
 	adapterCtx, stopAdapters := context.WithCancel(context.Background())
+	// Its own context, not the adapters': MCP sessions outlive the
+	// platforms at shutdown, until the running message is done (the
+	// deferred close).
+	mcpServers.start(context.Background(), log)
 	// Recovery comes before the platforms receive anything: a chat's
 	// interrupted messages are queued ahead of its new ones, and a platform
 	// re-delivering one of them finds it already taken. The dispatchers

@@ -25,6 +25,25 @@ type CommandLiner interface {
 	CommandLine(args json.RawMessage) (string, error)
 }
 
+// PolicyNamer is a tool whose name in the tool policy differs from the
+// name the model calls it by. Providers accept only [a-zA-Z0-9_-]{1,64} as
+// a function name, so the MCP tool the policy knows as
+// "mcp.github.create_issue" is offered as "mcp__github__create_issue". The
+// gate, the step events (so the SSE stream and the audit log) and the
+// approvals see the policy name; only the model sees the other.
+type PolicyNamer interface {
+	PolicyName() string
+}
+
+// PolicyName is the name the tool policy knows t by: its PolicyName when
+// it has one, else its function name.
+func PolicyName(t Tool) string {
+	if p, ok := t.(PolicyNamer); ok {
+		return p.PolicyName()
+	}
+	return t.Definition().Name
+}
+
 // Kinds of refusal a Verdict can carry.
 const (
 	// RefusedByPolicy: the policy denies this call.
@@ -56,21 +75,22 @@ type PresetCall struct {
 }
 
 // offeredTools is the tool list of one run: the tools the gate lets the
-// model see.
-func (r *Runtime) offeredTools(ctx context.Context, defs []llms.Tool) []llms.Tool {
+// model see, asked about by their policy names.
+func (r *Runtime) offeredTools(ctx context.Context, defs []llms.Tool, names toolNames) []llms.Tool {
 	if r.opts.Gate == nil {
 		return defs
 	}
 	out := make([]llms.Tool, 0, len(defs))
 	for _, t := range defs {
-		if r.opts.Gate.Offered(ctx, t.Function.Name) {
+		if r.opts.Gate.Offered(ctx, names.policy(t.Function.Name)) {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// gateCheck asks the gate about one call; nil means it may run.
+// gateCheck asks the gate about one call (name is its policy name); nil
+// means it may run.
 func (l *loop) gateCheck(ctx context.Context, step int, callID, name, args string) *ToolResult {
 	if l.r.opts.Gate == nil {
 		return nil
@@ -93,8 +113,50 @@ func (l *loop) gateCheck(ctx context.Context, step int, callID, name, args strin
 func (l *loop) runPreset(ctx context.Context) bool {
 	calls := make([]llms.ToolCall, len(l.in.Preset))
 	for i, p := range l.in.Preset {
+		// An approval names the tool as the policy does; the call goes into
+		// the history, which the model reads, under the function name.
 		calls[i] = llms.ToolCall{ID: fmt.Sprintf("call_approved_%d", i), Type: "function",
-			FunctionCall: &llms.FunctionCall{Name: p.Tool, Arguments: p.Args}}
+			FunctionCall: &llms.FunctionCall{Name: l.names.model(p.Tool), Arguments: p.Args}}
 	}
 	return l.runCalls(ctx, 0, llms.MessageContent{Role: llms.ChatMessageTypeAI}, calls)
+}
+
+// toolNames maps the function names of a run's tools that have a policy
+// name of their own (PolicyNamer) to it and back; every other tool has one
+// name for both.
+type toolNames struct {
+	toPolicy map[string]string
+	toModel  map[string]string
+}
+
+func newToolNames(byName map[string]Tool) toolNames {
+	n := toolNames{}
+	for name, t := range byName {
+		p, ok := t.(PolicyNamer)
+		if !ok {
+			continue
+		}
+		if n.toPolicy == nil {
+			n.toPolicy, n.toModel = map[string]string{}, map[string]string{}
+		}
+		n.toPolicy[name] = p.PolicyName()
+		n.toModel[p.PolicyName()] = name
+	}
+	return n
+}
+
+// policy is the policy name of the tool the model calls name.
+func (n toolNames) policy(name string) string {
+	if p, ok := n.toPolicy[name]; ok {
+		return p
+	}
+	return name
+}
+
+// model is the function name of the tool the policy calls name.
+func (n toolNames) model(name string) string {
+	if m, ok := n.toModel[name]; ok {
+		return m
+	}
+	return name
 }

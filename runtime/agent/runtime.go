@@ -206,6 +206,7 @@ type loop struct {
 
 	tools          []llms.Tool     // offered in this run
 	callable       map[string]Tool // the run's tools by name, offered or not
+	names          toolNames       // function name ↔ policy name
 	res            AgentResult
 	lastDelivered  string
 	contextRetries int
@@ -217,7 +218,8 @@ func (l *loop) run(ctx context.Context) (AgentResult, error) {
 	l.res.ToolCalls = []ToolCallRecord{}
 	defs, callable := l.r.runTools(l.log)
 	l.callable = callable
-	l.tools = l.r.offeredTools(ctx, defs)
+	l.names = newToolNames(callable)
+	l.tools = l.r.offeredTools(ctx, defs, l.names)
 	if len(l.in.Preset) > 0 && l.runPreset(ctx) && l.hasChannel {
 		return l.finish(), nil
 	}
@@ -281,7 +283,7 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, err
 			case len(chunk) == 0:
 			case isToolCallDelta(chunk):
 				for _, d := range calls.feed(chunk) {
-					l.emit(ctx, StepEvent{Type: StepToolCallDelta, Step: step, CallIndex: d.index, Tool: d.name, Text: d.args})
+					l.emit(ctx, StepEvent{Type: StepToolCallDelta, Step: step, CallIndex: d.index, Tool: l.names.policy(d.name), Text: d.args})
 				}
 			default:
 				l.emit(ctx, StepEvent{Type: StepTextDelta, Step: step, Text: string(chunk)})
@@ -389,15 +391,19 @@ func (l *loop) runCalls(ctx context.Context, step int, ai llms.MessageContent, c
 
 	delivered := false
 	for _, c := range calls {
+		// Events, the gate and the result name the tool as the policy does
+		// (what operators write rules for); the model's history keeps the
+		// function name it called.
 		name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
-		l.emit(ctx, StepEvent{Type: StepToolCall, Step: step, Tool: name, CallID: c.ID, Input: args})
+		pname := l.names.policy(name)
+		l.emit(ctx, StepEvent{Type: StepToolCall, Step: step, Tool: pname, CallID: c.ID, Input: args})
 		res := l.callTool(ctx, step, c.ID, name, args)
-		l.emit(ctx, StepEvent{Type: StepToolResult, Step: step, Tool: name, CallID: c.ID, Input: args, Output: res.Content, OK: res.OK})
+		l.emit(ctx, StepEvent{Type: StepToolResult, Step: step, Tool: pname, CallID: c.ID, Input: args, Output: res.Content, OK: res.OK})
 		l.ec.append(llms.MessageContent{
 			Role:  llms.ChatMessageTypeTool,
 			Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: c.ID, Name: name, Content: res.Content}},
 		})
-		l.res.ToolCalls = append(l.res.ToolCalls, ToolCallRecord{Tool: name, Input: decodeArgs(args), Output: res.Content})
+		l.res.ToolCalls = append(l.res.ToolCalls, ToolCallRecord{Tool: pname, Input: decodeArgs(args), Output: res.Content})
 		if res.Delivered {
 			delivered = true
 			l.res.Delivered = true
@@ -418,6 +424,7 @@ func (l *loop) callTool(ctx context.Context, step int, callID, name, args string
 	if !json.Valid([]byte(args)) {
 		return errorResult("arguments are not valid JSON")
 	}
+	name = l.names.policy(name)
 	if refused := l.gateCheck(ctx, step, callID, name, args); refused != nil {
 		return *refused
 	}

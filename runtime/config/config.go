@@ -395,6 +395,9 @@ func (c *Config) validate() error {
 	if _, err := c.ToolPolicy(); err != nil {
 		return err
 	}
+	if err := c.MCP.Validate(); err != nil {
+		return err
+	}
 	if c.Queue.Concurrency > 64 {
 		return fmt.Errorf("%w: queue.concurrency %d is above 64", ErrInvalid, c.Queue.Concurrency)
 	}

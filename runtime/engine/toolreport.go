@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
@@ -8,7 +9,10 @@ import (
 // ToolInfo is one tool with its effective policy, as GET /api/tools shows
 // it: a person can see why a call was allowed or refused.
 type ToolInfo struct {
-	Name        string         `json:"name"`
+	Name string `json:"name"`
+	// ModelName is the function name the model calls the tool by, when it
+	// differs from Name (MCP tools).
+	ModelName   string         `json:"modelName,omitempty"`
 	Description string         `json:"description"`
 	Default     policy.Verdict `json:"default"` // where no rule decides
 	// Offered says whether the model sees the tool at all, for the chat
@@ -47,18 +51,24 @@ func (e *Engine) Tools(chatKey, user, command string) ToolsReport {
 	}
 	for _, t := range e.runtime.Tools() {
 		def := t.Definition()
-		_, liner := e.gov.liners[def.Name]
+		// The policy, and so this report, names a tool by its policy name
+		// ("mcp.github.create_issue"), whatever the model calls it.
+		name := agent.PolicyName(t)
+		_, liner := e.gov.liners[name]
 		info := ToolInfo{
-			Name: def.Name, Description: def.Description, Default: defaultVerdict(def.Name, req),
-			Offered: pol.Offered(subj, def.Name, policy.Narrowing{}, defaultVerdict(def.Name, req)), TakesCommand: liner,
-			Rules: pol.Rules(subj, def.Name),
+			Name: name, Description: def.Description, Default: defaultVerdict(name, req),
+			Offered: pol.Offered(subj, name, policy.Narrowing{}, defaultVerdict(name, req)), TakesCommand: liner,
+			Rules: pol.Rules(subj, name),
+		}
+		if name != def.Name {
+			info.ModelName = def.Name
 		}
 		if !liner || command != "" {
-			call := policy.Call{Tool: def.Name}
+			call := policy.Call{Tool: name}
 			if liner {
 				call.Arg = command
 			}
-			d := pol.Decide(subj, call, policy.Narrowing{}, defaultVerdict(def.Name, req))
+			d := pol.Decide(subj, call, policy.Narrowing{}, defaultVerdict(name, req))
 			info.Decision = &d
 		}
 		rep.Tools = append(rep.Tools, info)

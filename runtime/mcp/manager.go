@@ -1,0 +1,220 @@
+// Package mcp connects ship to the MCP servers of ship.json (stdio child
+// processes and streamable-HTTP endpoints) with the official Go SDK. A
+// Manager keeps one session per server in the background: start-up never
+// waits for a server, a server that dies is reconnected with backoff, and a
+// tool list the server changes (notifications/tools/list_changed) is read
+// again. Tool calls never hang: each has a timeout, and a server that is down
+// answers at once with an error that says so.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/config"
+)
+
+// Server states, as /api/status shows them.
+const (
+	StateConnecting = "connecting" // the first connection is being made
+	StateReady      = "ready"      // connected; its tools are offered
+	StateRestarting = "restarting" // the connection was lost; reconnecting
+	StateFailed     = "failed"     // the last attempt failed; retrying with backoff
+	StateStopped    = "stopped"    // the Manager was closed
+)
+
+// Defaults for Options left at zero.
+const (
+	DefaultMinBackoff     = time.Second
+	DefaultMaxBackoff     = time.Minute
+	DefaultConnectTimeout = time.Minute
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Servers are ship.json's mcp.servers, by name.
+	Servers map[string]config.MCPServer
+	// Dir is the project folder: a stdio server's cwd is relative to it.
+	Dir string
+	// DropEnv names the variables of ship's environment a stdio server
+	// never sees (config.SecretEnv); a server's own env may set them again.
+	DropEnv []string
+	// Secrets are values (ship's tokens, keys) never shown in a log line,
+	// an error or /api/status. Every server's env and header values are
+	// hidden as well.
+	Secrets []string
+	// MinBackoff and MaxBackoff bound the wait before a reconnection; it
+	// doubles from MinBackoff on every failure, with jitter.
+	MinBackoff, MaxBackoff time.Duration
+	// ConnectTimeout bounds one connection attempt (start, handshake, tool
+	// list); a stdio server fetched by npx on its first start may need long.
+	ConnectTimeout time.Duration
+	Logger         zerolog.Logger
+}
+
+// Tool is one tool an MCP server offers.
+type Tool struct {
+	Server      string
+	Name        string
+	Description string
+	// InputSchema is the tool's JSON schema for its arguments, as the
+	// server sent it.
+	InputSchema json.RawMessage
+}
+
+// ServerStatus is one server as GET /api/status shows it.
+type ServerStatus struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"` // stdio or http
+	State     string `json:"state"`
+	Tools     int    `json:"tools"`
+	// LastError says why the server last failed or was lost, without
+	// secrets; "" when it never did.
+	LastError string `json:"lastError,omitempty"`
+	// Since is when the server entered State.
+	Since time.Time `json:"since"`
+	// Restarts counts the connection attempts after the first one.
+	Restarts int `json:"restarts"`
+}
+
+// Manager owns the sessions with the configured MCP servers. Create it
+// with New, start it with Start, stop it with Close.
+type Manager struct {
+	opts    Options
+	servers map[string]*server
+	names   []string // sorted
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+	cancel  context.CancelFunc
+	started bool
+	wg      sync.WaitGroup
+}
+
+// New returns a Manager for opts.Servers; nothing is started yet.
+func New(opts Options) *Manager {
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(DefaultMaxBackoff, opts.MinBackoff)
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	m := &Manager{opts: opts, servers: map[string]*server{}, changed: make(chan struct{})}
+	for name, cfg := range opts.Servers {
+		m.servers[name] = newServer(m, name, cfg)
+		m.names = append(m.names, name)
+	}
+	slices.Sort(m.names)
+	return m
+}
+
+// Start connects to every server in the background and returns at once.
+// The connections end when ctx ends or Close is called.
+func (m *Manager) Start(ctx context.Context) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return
+	}
+	m.started = true
+	ctx, m.cancel = context.WithCancel(ctx)
+	for _, name := range m.names {
+		s := m.servers[name]
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			s.run(ctx)
+		}()
+	}
+}
+
+// Close ends every session (a stdio server's stdin is closed, then it is
+// terminated) and waits until they are gone.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	cancel := m.cancel
+	m.started = true // a Start after Close does nothing
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	m.wg.Wait()
+}
+
+// Status reports every server, by name.
+func (m *Manager) Status() []ServerStatus {
+	out := make([]ServerStatus, 0, len(m.names))
+	for _, name := range m.names {
+		out = append(out, m.servers[name].status())
+	}
+	return out
+}
+
+// Tools lists the tools of every server, by server and name. A server
+// that was ready once keeps its last tools while it reconnects: a call
+// then says the server is down instead of the tool vanishing mid-talk.
+func (m *Manager) Tools() []Tool {
+	var out []Tool
+	for _, name := range m.names {
+		out = append(out, m.servers[name].toolList()...)
+	}
+	return out
+}
+
+// Changed returns a channel that is closed at the next change of a
+// server's state or tools.
+func (m *Manager) Changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed
+}
+
+func (m *Manager) notify() {
+	m.mu.Lock()
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.mu.Unlock()
+}
+
+// Result is a tool call's answer as the model should see it.
+type Result struct {
+	// Text is the server's text content, with other content described.
+	Text string
+	// IsError is the server's verdict: the tool ran and failed.
+	IsError bool
+}
+
+// CallTool calls tool on server with args (a JSON object). The error says,
+// in words fit for the model, why there is no answer: the server is down,
+// did not answer in time, or refused the call. It never waits longer than
+// the server's timeout.
+func (m *Manager) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (Result, error) {
+	s, ok := m.servers[server]
+	if !ok {
+		return Result{}, fmt.Errorf("there is no mcp server %q", server)
+	}
+	return s.call(ctx, tool, args)
+}
+
+// clip cuts s to n bytes at a rune boundary, saying so.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes cut)", len(s)-cut)
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,123 @@
+// Package mcptools offers the tools of MCP servers to the model: an
+// agent.Toolbox whose tools are those the mcp.Manager has now, each under a
+// function name providers accept ("mcp__github__create_issue") and known to
+// the tool policy by its policy name ("mcp.github.create_issue").
+package mcptools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/mcp"
+)
+
+// Source is what the toolbox needs of the MCP side (an *mcp.Manager).
+type Source interface {
+	Tools() []mcp.Tool
+	CallTool(ctx context.Context, server, tool string, args json.RawMessage) (mcp.Result, error)
+}
+
+// Toolbox is the agent.Toolbox of the MCP servers' tools.
+type Toolbox struct {
+	src Source
+	log zerolog.Logger
+}
+
+// New returns the toolbox of src's tools.
+func New(src Source, log zerolog.Logger) *Toolbox {
+	return &Toolbox{src: src, log: log}
+}
+
+// Tools implements agent.Toolbox: one tool per MCP tool the servers offer
+// now (a run takes them when it starts).
+func (b *Toolbox) Tools() []agent.Tool {
+	list := b.src.Tools()
+	_, names := newTable(list)
+	out := make([]agent.Tool, 0, len(list))
+	for i, t := range list {
+		out = append(out, &Tool{src: b.src, tool: t, log: b.log, def: llms.FunctionDefinition{
+			Name:        names[i],
+			Description: description(t),
+			Parameters:  parameters(t.InputSchema),
+		}})
+	}
+	return out
+}
+
+// Lookup says which server and tool a function name stands for now.
+func (b *Toolbox) Lookup(name string) (server, tool string, ok bool) {
+	t, _ := newTable(b.src.Tools())
+	tl, ok := t[name]
+	return tl.Server, tl.Name, ok
+}
+
+// Tool is one MCP tool offered to the model.
+type Tool struct {
+	src  Source
+	tool mcp.Tool
+	def  llms.FunctionDefinition
+	log  zerolog.Logger
+}
+
+// Definition implements agent.Tool.
+func (t *Tool) Definition() llms.FunctionDefinition { return t.def }
+
+// PolicyName implements agent.PolicyNamer: "mcp.<server>.<tool>".
+func (t *Tool) PolicyName() string { return PolicyName(t.tool.Server, t.tool.Name) }
+
+// Call implements agent.Tool: the server's text passes through; a tool
+// that failed, a server that is down or slow gives a failed result that
+// says so.
+func (t *Tool) Call(ctx context.Context, args json.RawMessage) agent.ToolResult {
+	res, err := t.src.CallTool(ctx, t.tool.Server, t.tool.Name, args)
+	switch {
+	case err != nil:
+		t.log.Warn().Str("tool", t.PolicyName()).Str("server", t.tool.Server).Str("error", err.Error()).Msg("mcp tool call did not complete")
+		return failure(err.Error())
+	case res.IsError:
+		return failure(res.Text)
+	case res.Text == "":
+		return agent.ToolResult{Content: "(the tool returned nothing)", OK: true}
+	}
+	return agent.ToolResult{Content: res.Text, OK: true}
+}
+
+func failure(msg string) agent.ToolResult {
+	b, err := json.Marshal(map[string]any{"success": false, "error": msg})
+	if err != nil {
+		b = []byte(`{"success":false,"error":"the tool failed"}`)
+	}
+	return agent.ToolResult{Content: string(b)}
+}
+
+func description(t mcp.Tool) string {
+	if t.Description != "" {
+		return t.Description
+	}
+	return fmt.Sprintf("Tool %s of the MCP server %s.", t.Name, t.Server)
+}
+
+// parameters passes the server's input schema through as the function's
+// parameters. Providers want an object schema: one without a type is
+// given "type": "object".
+func parameters(schema json.RawMessage) any {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &top); err != nil || top == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	if _, ok := top["type"]; ok {
+		return json.RawMessage(bytes.Clone(schema))
+	}
+	top["type"] = json.RawMessage(`"object"`)
+	b, err := json.Marshal(top)
+	if err != nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return json.RawMessage(b)
+}
