@@ -112,8 +112,12 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	skillTools, skillPrompt, err := newSkills(cfg, log)
+	if err != nil {
+		return err
+	}
 	eng, err := engine.New(engine.Options{
-		Tools:         toolsFor(cfg, log),
+		Tools:         toolsFor(cfg, log, skillTools...),
 		Redact:        newExecShell(cfg, log).Redact,
 		Policy:        policyFile.Current,
 		ApprovalsPath: cfg.StatePath("approvals.json"),
@@ -135,6 +139,8 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		// model writes them.
 		Stream: true,
 		Logger: log,
+		// The skills, listed in every run's system prompt.
+		PromptSections: []func() string{skillPrompt},
 	})
 	if err != nil {
 		return err
@@ -209,11 +215,11 @@ func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 }
 
 // toolsFor returns the tools the model may be offered: the chat tools,
-// and exec_shell when ship.json switches it on (the policy then decides
-// who may run what).
-func toolsFor(cfg config.Config, log zerolog.Logger) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
+// extra (the skills), and exec_shell when ship.json switches it on (the
+// policy then decides who may run what).
+func toolsFor(cfg config.Config, log zerolog.Logger, extra ...agent.Tool) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
 	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
-		ts := tools.Default(store, d)
+		ts := append(tools.Default(store, d), extra...)
 		if cfg.Tools.Exec.Enabled {
 			ts = append(ts, newExecShell(cfg, log))
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")
