@@ -117,11 +117,15 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	skillTools, skillPrompt, err := newSkills(cfg, log)
+	if err != nil {
+		return err
+	}
 	mcpServers := newMCP(cfg, log)
 	// Closed after the engine: the running message may still call MCP tools.
 	defer mcpServers.close()
 	eng, err := engine.New(engine.Options{
-		Tools:         toolsFor(cfg, book, log),
+		Tools:         toolsFor(cfg, book, log, skillTools...),
 		Observe:       book.Learn,
 		Toolboxes:     mcpServers.toolboxes(),
 		Redact:        newExecShell(cfg, log).Redact,
@@ -145,6 +149,8 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		// model writes them.
 		Stream: true,
 		Logger: log,
+		// The skills, listed in every run's system prompt.
+		PromptSections: []func() string{skillPrompt},
 	})
 	if err != nil {
 		return err
@@ -233,11 +239,12 @@ func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 }
 
 // toolsFor returns the tools the model may be offered: the chat tools,
-// and exec_shell when ship.json switches it on (the policy then decides
-// who may run what).
-func toolsFor(cfg config.Config, book *contacts.Book, log zerolog.Logger) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
+// the contact tools, extra (the skills), and exec_shell when ship.json
+// switches it on (the policy then decides who may run what).
+func toolsFor(cfg config.Config, book *contacts.Book, log zerolog.Logger, extra ...agent.Tool) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
 	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
 		ts := append(tools.Default(store, d), tools.Contacts(book, d)...)
+		ts = append(ts, extra...)
 		if cfg.Tools.Exec.Enabled {
 			ts = append(ts, newExecShell(cfg, log))
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")
