@@ -12,6 +12,7 @@ require (
 	github.com/joho/godotenv v1.5.1
 	github.com/larksuite/oapi-sdk-go/v3 v3.12.0
 	github.com/mattn/go-isatty v0.0.20
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/rs/zerolog v1.35.1
 	github.com/spf13/cobra v1.10.2
 	github.com/tencent-connect/botgo v0.2.1
@@ -19,6 +20,7 @@ require (
 	golang.org/x/oauth2 v0.30.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.16.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -144,11 +144,16 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		_, _ = eng.Close(ctx)
 		return err
 	}
+	sched, err := newScheduler(cfg, eng, log)
+	if err != nil {
+		_, _ = eng.Close(ctx)
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Engine: eng, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		Models:      []server.ModelInfo{{Name: modelName, Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}},
-		CORSOrigins: cfg.Server.CORSOrigins,
+		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,
 	})
 	if err != nil {
 		_, _ = eng.Close(ctx)
@@ -177,6 +182,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		log.Info().Int("messages", n).Msg("recovery: answering messages accepted before the last stop")
 	}
 	adaptersDone := runAdapters(adapterCtx, platforms, log)
+	schedDone := runScheduler(adapterCtx, sched) // after Recover: interrupted runs go first
 	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
@@ -188,6 +194,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	case err := <-serveErr:
 		stopAdapters()
 		<-adaptersDone
+		<-schedDone
 		_, _ = eng.Close(context.Background())
 		return fmt.Errorf("http server stopped: %w", err)
 	}
@@ -195,6 +202,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	// taken while the running message finishes.
 	stopAdapters()
 	<-adaptersDone
+	<-schedDone
 	return shutdown(httpSrv, eng, log)
 }
 
@@ -214,6 +222,7 @@ func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 func toolsFor(cfg config.Config, log zerolog.Logger) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
 	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
 		ts := tools.Default(store, d)
+		ts = append(ts, taskTools(cfg)...)
 		if cfg.Tools.Exec.Enabled {
 			ts = append(ts, newExecShell(cfg, log))
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")
