@@ -58,6 +58,8 @@ type Options struct {
 	// Models are the configured models (GET /api/models; /api/send's
 	// llmConfig must name one).
 	Models []ModelInfo
+	// Tasks serves /api/tasks (the scheduler); nil lists none.
+	Tasks TaskService
 	// CORSOrigins may call the API from a browser ("*" for any); none by
 	// default.
 	CORSOrigins []string
@@ -140,6 +142,8 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /api/tools", s.handleTools)
 	mux.HandleFunc("GET /api/chats", s.handleChats)
 	mux.HandleFunc("GET /api/chats/{chatKey}/messages", s.handleMessages)
+	mux.HandleFunc("GET /api/tasks", s.handleTasks)
+	mux.HandleFunc("POST /api/tasks/{name}/run", s.handleRunTask)
 	for pattern, h := range opts.Webhooks {
 		if strings.HasPrefix(strings.TrimPrefix(pattern, "POST "), "/api/") {
 			return nil, fmt.Errorf("server: webhook route %q must not be under /api/", pattern)

@@ -36,6 +36,7 @@ Get started:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newInitCmd(), newStartCmd(), newChatCmd(), newVersionCmd())
+	root.AddCommand(newTaskCmd())
 	return root
 }
 

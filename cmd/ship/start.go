@@ -160,12 +160,17 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		_, _ = eng.Close(ctx)
 		return err
 	}
+	sched, err := newScheduler(cfg, eng, log)
+	if err != nil {
+		_, _ = eng.Close(ctx)
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Engine: eng, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         mcpServers.status,
 		Models:      []server.ModelInfo{{Name: modelName, Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}},
-		CORSOrigins: cfg.Server.CORSOrigins,
+		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,
 	})
 	if err != nil {
 		_, _ = eng.Close(ctx)
@@ -207,6 +212,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 			log.Error().Err(err).Msg("saving contacts")
 		}
 	}()
+	schedDone := runScheduler(adapterCtx, sched) // after Recover: interrupted runs go first
 	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
@@ -218,6 +224,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	case err := <-serveErr:
 		stopAdapters()
 		<-adaptersDone
+		<-schedDone
 		_, _ = eng.Close(context.Background())
 		return fmt.Errorf("http server stopped: %w", err)
 	}
@@ -225,6 +232,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	// taken while the running message finishes.
 	stopAdapters()
 	<-adaptersDone
+	<-schedDone
 	return shutdown(httpSrv, eng, log)
 }
 
@@ -245,6 +253,7 @@ func toolsFor(cfg config.Config, book *contacts.Book, log zerolog.Logger, extra 
 	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
 		ts := append(tools.Default(store, d), tools.Contacts(book, d)...)
 		ts = append(ts, extra...)
+		ts = append(ts, taskTools(cfg)...)
 		if cfg.Tools.Exec.Enabled {
 			ts = append(ts, newExecShell(cfg, log))
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")

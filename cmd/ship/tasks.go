@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+
+	"github.com/rs/zerolog"
+
+	// A task names its IANA time zone; minimal machines and containers
+	// often lack the system's zone files, and a task that cannot load its
+	// zone never runs. The embedded copy costs about 450 KB.
+	_ "time/tzdata"
+
+	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/tasks"
+	"github.com/shipmyagent/ship/tools"
+)
+
+// taskDir is the project's task folder.
+func taskDir(cfg config.Config) string { return cfg.StatePath("tasks") }
+
+// taskTools are task_create, task_list and task_delete on the project's
+// task folder (the tool policy denies them until a rule allows them).
+func taskTools(cfg config.Config) []agent.Tool {
+	return tools.Tasks(tools.TaskToolsOptions{Dir: taskDir(cfg)})
+}
+
+// newScheduler builds the scheduler of the project's tasks: runs go
+// through the engine's ingress (logged, journaled, on the one queue) and
+// find their chat's route in its chat log. It reads nothing yet.
+func newScheduler(cfg config.Config, eng *engine.Engine, log zerolog.Logger) (*tasks.Scheduler, error) {
+	return tasks.New(tasks.Options{Dir: taskDir(cfg), Submitter: eng.Ingress(), History: eng.Store(), Logger: log})
+}
+
+// runScheduler runs s until ctx ends; the channel closes once it has
+// stopped, so the engine closes only after the last run was queued.
+func runScheduler(ctx context.Context, s *tasks.Scheduler) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	return done
+}
