@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shipmyagent/ship/internal/shipclient"
 	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/tasks"
 )
@@ -165,57 +163,28 @@ func runTask(ctx context.Context, w io.Writer, dir, name string, f taskRunFlags)
 	base = strings.TrimRight(base, "/")
 	token := firstNonEmpty(f.token, cfg.Server.Token)
 
+	client, err := shipclient.New(shipclient.Options{BaseURL: base, Token: token})
+	if err != nil {
+		return fmt.Errorf("--url: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/tasks/"+url.PathEscape(name)+"/run", nil)
-	if err != nil {
-		return fmt.Errorf("--url %q: %w", base, err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	id, err := client.RunTask(ctx, name)
+	var apiErr *shipclient.APIError
+	switch {
+	case shipclient.IsUnreachable(err):
 		return fmt.Errorf("ship is not running for %s (nothing answers at %s): start it with `ship start %s`; tasks run inside a running ship", dir, base, dir)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("reading the answer of %s: %w", base, err)
-	}
-	if resp.StatusCode == http.StatusAccepted {
-		var ok struct {
-			TaskID string `json:"taskId"`
-		}
-		if err := json.Unmarshal(body, &ok); err != nil {
-			return fmt.Errorf("%s answered 202 with %q: is that a ship?", base, clipBody(body))
-		}
-		fmt.Fprintf(w, "Task %s queued (run %s); its replies go to the task's chat.\nFollow it: curl -N %s/api/sse/%s\n", name, ok.TaskID, base, ok.TaskID)
-		return nil
-	}
-	return taskRunError(resp.StatusCode, body, base)
-}
-
-// taskRunError words a refused run.
-func taskRunError(status int, body []byte, base string) error {
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(body, &e)
-	msg := e.Error.Message
-	if msg == "" {
-		msg = clipBody(body)
-	}
-	switch status {
-	case http.StatusUnauthorized:
+	case errors.Is(err, shipclient.ErrUnauthorized):
 		return fmt.Errorf("%s rejected the API token: pass the right one with --token or SHIP_API_TOKEN", base)
-	case http.StatusServiceUnavailable:
-		return fmt.Errorf("ship at %s cannot take the run now (%s); try again shortly", base, msg)
+	case errors.As(err, &apiErr) && apiErr.Retryable():
+		return fmt.Errorf("ship at %s cannot take the run now (%s); try again shortly", base, apiErr.Message)
+	case errors.As(err, &apiErr):
+		return errors.New(apiErr.Message)
+	case err != nil:
+		return err
 	}
-	return errors.New(msg)
+	fmt.Fprintf(w, "Task %s queued (run %s); its replies go to the task's chat.\nFollow it: curl -N %s/api/sse/%s\n", name, id, base, id)
+	return nil
 }
 
 // dialHost is where to reach a server listening on host: a wildcard
@@ -226,12 +195,4 @@ func dialHost(host string) string {
 		return "127.0.0.1"
 	}
 	return host
-}
-
-func clipBody(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }

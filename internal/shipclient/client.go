@@ -234,3 +234,25 @@ func readAPIError(resp *http.Response) error {
 	}
 	return e
 }
+
+// RunTask asks the server to run scheduled task name now
+// (POST /api/tasks/{name}/run) and returns the run's id.
+func (c *Client) RunTask(ctx context.Context, name string) (string, error) {
+	u := c.endpoint("/api/tasks/"+name+"/run", "")
+	u.RawPath = c.base.Path + "/api/tasks/" + url.PathEscape(name) + "/run"
+	resp, err := c.do(ctx, http.MethodPost, u, nil, http.Header{"Accept": {"application/json"}})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return "", readAPIError(resp)
+	}
+	var body struct {
+		TaskID string `json:"taskId"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJSONBody)).Decode(&body); err != nil || body.TaskID == "" {
+		return "", fmt.Errorf("reading %s: the answer has no taskId: is that a ship?", u.Path)
+	}
+	return body.TaskID, nil
+}
