@@ -109,7 +109,7 @@ func (a *Adapter) handleCallback(ctx context.Context, u update, bot me) {
 		// Only people press buttons; a bot's press is nobody's decision.
 		a.answerCallback(q.ID, "")
 		return
-	case (a.allowC != nil && !a.allowC[chatID]) || (a.allowU != nil && !a.allowU[from.ID]):
+	case !a.allowC.Allows(chatID) || !a.allowU.Allows(from.ID):
 		a.log.Debug().Int64("chatId", chatID).Int64("userId", from.ID).Msg("button press outside the allowlists ignored")
 		a.answerCallback(q.ID, "")
 		return

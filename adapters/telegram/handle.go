@@ -51,7 +51,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 	if m.From.ID == bot.ID || m.From.IsBot || isService(m) {
 		return nil
 	}
-	if (a.allowC != nil && !a.allowC[m.Chat.ID]) || (a.allowU != nil && !a.allowU[m.From.ID]) {
+	if !a.allowC.Allows(m.Chat.ID) || !a.allowU.Allows(m.From.ID) {
 		a.log.Debug().Int64("chatId", m.Chat.ID).Int64("userId", m.From.ID).Msg("message outside the allowlists ignored")
 		return nil
 	}

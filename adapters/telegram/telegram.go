@@ -71,8 +71,8 @@ type Adapter struct {
 	// is the handler tail every update ends in.
 	workers *adapters.Workers
 	intake  *adapters.Intake
-	allowC  map[int64]bool
-	allowU  map[int64]bool
+	allowC  adapters.Allowlist[int64]
+	allowU  adapters.Allowlist[int64]
 
 	// pruned is when the download cache was last pruned (Unix ns).
 	pruned atomic.Int64
@@ -136,8 +136,8 @@ func New(opts Options) (*Adapter, error) {
 		opts:   opts,
 		api:    &api{token: opts.Token, base: opts.APIBase, http: opts.HTTPClient},
 		log:    opts.Logger.With().Str("channel", chat.ChannelTelegram).Logger(),
-		allowC: set(opts.AllowedChatIDs),
-		allowU: set(opts.AllowedUserIDs),
+		allowC: adapters.NewAllowlist(opts.AllowedChatIDs),
+		allowU: adapters.NewAllowlist(opts.AllowedUserIDs),
 	}
 	a.sender = newSender(a.api, opts.Limits, opts.ParseMode, a.log)
 	a.workers = adapters.NewWorkers()
@@ -198,15 +198,4 @@ func (a *Adapter) identity() (me, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.bot, a.ready
-}
-
-func set(ids []int64) map[int64]bool {
-	if len(ids) == 0 {
-		return nil
-	}
-	m := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		m[id] = true
-	}
-	return m
 }

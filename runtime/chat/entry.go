@@ -23,6 +23,17 @@ const (
 	ChannelScheduler = "scheduler"
 )
 
+// IsGroup reports whether a chat type, as the platforms name it (Telegram
+// group/supergroup/channel, Feishu group, QQ group/channel), has more than
+// one person in it.
+func IsGroup(chatType string) bool {
+	switch chatType {
+	case "group", "supergroup", "channel":
+		return true
+	}
+	return false
+}
+
 // EventClear is meta.event of the system entry /clear leaves in a chat's log:
 // history rebuilt after a restart starts after the last one.
 const EventClear = "clear"

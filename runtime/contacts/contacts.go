@@ -119,7 +119,7 @@ func Open(path string, log zerolog.Logger) (*Book, error) {
 // be written to (the API, the scheduler) teach nothing.
 func (b *Book) Learn(_ context.Context, s ingress.Submission) {
 	m := s.Message
-	if m.UserID == "" || s.Channel == chat.ChannelAPI || s.Channel == "scheduler" || s.Route != nil {
+	if m.UserID == "" || s.Channel == chat.ChannelAPI || s.Channel == chat.ChannelScheduler || s.Route != nil {
 		return
 	}
 	w := Where{Channel: s.Channel, ChatKey: s.ChatKey, ChatID: m.ChatID, ChatType: m.ChatType,
@@ -137,19 +137,11 @@ func (b *Book) Learn(_ context.Context, s ingress.Submission) {
 		c.Username = m.Username
 	}
 	c.Last, c.Seen = w, w.At
-	if !group(m.ChatType) {
+	if !chat.IsGroup(m.ChatType) {
 		p := w
 		c.Private = &p
 	}
 	b.dirty = true
-}
-
-func group(chatType string) bool {
-	switch chatType {
-	case "group", "supergroup", "channel":
-		return true
-	}
-	return false
 }
 
 // evictLocked drops the longest unseen contact when the book is full.

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/policy"
@@ -51,7 +52,7 @@ type scopeKey struct{}
 func defaultVerdict(tool string, req dispatch.RequestContext) policy.Verdict {
 	switch {
 	case strings.HasPrefix(tool, "chat_contact_"):
-		if groupChat(req.ChatType) {
+		if chat.IsGroup(req.ChatType) {
 			return policy.Deny
 		}
 		return policy.Allow
@@ -59,16 +60,6 @@ func defaultVerdict(tool string, req dispatch.RequestContext) policy.Verdict {
 		return policy.Allow
 	}
 	return policy.Deny
-}
-
-// groupChat reports whether a chat type (as the platforms name it) has
-// more than one person in it.
-func groupChat(chatType string) bool {
-	switch chatType {
-	case "group", "supergroup", "channel":
-		return true
-	}
-	return false
 }
 
 // identity is how the policy names a person: "channel:userId".
