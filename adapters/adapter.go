@@ -65,12 +65,9 @@ type (
 	Drafter interface {
 		Draft(ctx context.Context, req dispatch.RequestContext, draftID int64, text string) error
 	}
-	// ButtonSender sends text with buttons into req's chat and topic. A
-	// press comes back as the command the button's data spells
-	// ("/approve CODE"), from the person who pressed it.
-	ButtonSender interface {
-		SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []dispatch.Button) error
-	}
+	// ButtonSender sends text with buttons (dispatch.ButtonSender: the
+	// core finds it on the registered dispatcher).
+	ButtonSender = dispatch.ButtonSender
 )
 
 // Status is an adapter's state as /api/status shows it.

@@ -19,10 +19,14 @@ type Dispatcher interface {
 	SendText(ctx context.Context, req RequestContext, text string) error
 }
 
-// Button is one button of a message sent with buttons (approve, deny):
-// platforms that can show buttons implement
-// SendButtons(ctx, req, text, []Button); a press comes back as the command
-// the button's Data holds.
+// ButtonSender is a Dispatcher that can also send text with buttons into
+// req's chat and topic. A press comes back as the command the button's
+// Data spells ("/approve CODE"), from the person who pressed it.
+type ButtonSender interface {
+	SendButtons(ctx context.Context, req RequestContext, text string, buttons []Button) error
+}
+
+// Button is one button of a message sent with buttons (approve, deny).
 type Button struct {
 	Text string
 	// Data comes back when the button is pressed (at most 64 bytes).
@@ -65,6 +69,29 @@ func (r *Registry) Lookup(channel string) (Dispatcher, bool) {
 	defer r.mu.RUnlock()
 	d, ok := r.m[channel]
 	return d, ok
+}
+
+// SendText sends a note of ship's own (not the model's reply: nothing is
+// logged) into the chat of req, through its channel's dispatcher.
+func (r *Registry) SendText(ctx context.Context, req RequestContext, text string) error {
+	d, ok := r.Lookup(req.Channel)
+	if !ok {
+		return fmt.Errorf("sending to %q: %w", req.Channel, ErrNoDispatcher)
+	}
+	return d.SendText(ctx, req, text)
+}
+
+// SendButtons is SendText with buttons, where the channel's dispatcher can
+// show them; elsewhere the text goes alone.
+func (r *Registry) SendButtons(ctx context.Context, req RequestContext, text string, buttons []Button) error {
+	d, ok := r.Lookup(req.Channel)
+	if !ok {
+		return fmt.Errorf("sending to %q: %w", req.Channel, ErrNoDispatcher)
+	}
+	if bs, ok := d.(ButtonSender); ok {
+		return bs.SendButtons(ctx, req, text, buttons)
+	}
+	return d.SendText(ctx, req, text)
 }
 
 // ChatSendTool is the name of the tool the model replies with. Its "text"

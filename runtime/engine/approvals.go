@@ -54,8 +54,8 @@ func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, 
 		return e.approvalRefusal(err, code, true, pol)
 	}
 	log.Info().Msg("approved")
-	var route dispatch.RequestContext
-	if err := json.Unmarshal(a.Route, &route); err != nil || route.ChatKey != a.ChatKey {
+	route, ok := routeOf(a)
+	if !ok {
 		route = req // the approval was decided in its own chat: answer there
 	}
 	approver := who(req.Username, by.Identity)
@@ -110,6 +110,16 @@ func (e *Engine) approvalRefusal(err error, code string, approve bool, pol *poli
 	return "Answering the approval failed; try again."
 }
 
+// routeOf is where the call of a was asked (the governor keeps it as the
+// approval's Route): its chat, topic and asking message.
+func routeOf(a policy.Approval) (dispatch.RequestContext, bool) {
+	var route dispatch.RequestContext
+	if err := json.Unmarshal(a.Route, &route); err != nil || route.ChatKey != a.ChatKey {
+		return dispatch.RequestContext{}, false
+	}
+	return route, true
+}
+
 // callText shows a call in one line: "exec_shell `git log -3`".
 func callText(a policy.Approval) string {
 	if a.Arg != "" {
@@ -122,8 +132,8 @@ func callText(a policy.Approval) string {
 // (a command's handler must not wait for a send), and leaves a system
 // entry in the chat log for audits.
 func (e *Engine) announce(a policy.Approval, text, logText string) {
-	var route dispatch.RequestContext
-	if err := json.Unmarshal(a.Route, &route); err != nil || route.ChatKey == "" {
+	route, ok := routeOf(a)
+	if !ok {
 		e.log.Error().Str("approval", a.Code).Msg("approval without a route: cannot tell its chat")
 		return
 	}
@@ -137,12 +147,7 @@ func (e *Engine) announce(a policy.Approval, text, logText string) {
 		}); err != nil {
 			log.Error().Err(err).Msg("logging an approval's outcome")
 		}
-		d, ok := e.registry.Lookup(route.Channel)
-		if !ok {
-			log.Warn().Str("channel", route.Channel).Msg("no dispatcher to tell a chat about its approval")
-			return
-		}
-		if err := d.SendText(ctx, route, text); err != nil {
+		if err := e.registry.SendText(ctx, route, text); err != nil {
 			log.Warn().Err(err).Msg("telling a chat about its approval")
 		}
 	})

@@ -191,26 +191,13 @@ func (g *governor) approval(ctx context.Context, sc runScope, call policy.Call, 
 	return refuse(agent.RefusedPendingApproval, d.Reason, fields)
 }
 
-// buttonSender is the platform capability (adapters.ButtonSender) of
-// sending text with buttons.
-type buttonSender interface {
-	SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []dispatch.Button) error
-}
-
 // post sends an approval request into the chat and topic of req, with
 // Approve and Deny buttons where the platform has them.
 func (g *governor) post(ctx context.Context, req dispatch.RequestContext, text, code string) error {
-	d, ok := g.registry.Lookup(req.Channel)
-	if !ok {
-		return fmt.Errorf("posting approval %s: %w: %q", code, dispatch.ErrNoDispatcher, req.Channel)
-	}
-	if bs, ok := d.(buttonSender); ok {
-		return bs.SendButtons(ctx, req, text, []dispatch.Button{
-			{Text: "Approve", Data: "/approve " + code},
-			{Text: "Deny", Data: "/deny " + code},
-		})
-	}
-	return d.SendText(ctx, req, text)
+	return g.registry.SendButtons(ctx, req, text, []dispatch.Button{
+		{Text: "Approve", Data: "/approve " + code},
+		{Text: "Deny", Data: "/deny " + code},
+	})
 }
 
 // approvalText is what the chat sees: what would run, who asked, who may

@@ -99,11 +99,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 // engine's note, not the model's reply, so it neither counts as the answer
 // nor marks the journaled run as replying.
 func (r *Runner) notice(ctx context.Context, job ingress.Job, log zerolog.Logger) {
-	d, ok := r.Deliverer.Registry.Lookup(job.Request.Channel)
-	if !ok {
-		return
-	}
-	if err := d.SendText(ctx, job.Request, job.Notice); err != nil {
+	if err := r.Deliverer.Registry.SendText(ctx, job.Request, job.Notice); err != nil {
 		log.Warn().Err(err).Msg("sending a run's notice")
 	}
 }
