@@ -31,14 +31,14 @@ func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, 
 	if code == "" {
 		return fmt.Sprintf("Usage: /%s CODE (the code is in the approval request).", verb)
 	}
-	if e.approvals == nil {
+	if e.gov.approvals == nil {
 		return "Approvals are not enabled here."
 	}
 	pol := e.gov.current()
 	by := policy.Approver{Identity: identity(req), ChatKey: req.ChatKey, MayApprove: pol.CanApprove(identity(req))}
 	log := e.log.With().Str("chatKey", req.ChatKey).Str("approval", strings.ToUpper(code)).Str("identity", by.Identity).Logger()
 	if !approve {
-		a, err := e.approvals.Deny(code, by)
+		a, err := e.gov.approvals.Deny(code, by)
 		if err != nil {
 			log.Info().Err(err).Msg("deny refused")
 			return e.approvalRefusal(err, code, false, pol)
@@ -48,7 +48,7 @@ func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, 
 			"approval "+a.Code+" denied by "+by.Identity)
 		return ""
 	}
-	a, _, err := e.approvals.Approve(code, by)
+	a, _, err := e.gov.approvals.Approve(code, by)
 	if err != nil {
 		log.Info().Err(err).Msg("approval refused")
 		return e.approvalRefusal(err, code, true, pol)
@@ -84,7 +84,7 @@ func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, 
 // approvalRefusal says why an /approve or /deny did nothing.
 func (e *Engine) approvalRefusal(err error, code string, approve bool, pol *policy.Policy) string {
 	code = strings.ToUpper(strings.TrimSpace(code))
-	a, _ := e.approvals.Get(code)
+	a, _ := e.gov.approvals.Get(code)
 	switch {
 	case errors.Is(err, policy.ErrUnknownCode):
 		return fmt.Sprintf("There is no approval with code %s.", code)
@@ -162,7 +162,7 @@ const maxSweepWait = time.Minute
 // waits.
 func (e *Engine) sweep(ctx context.Context) {
 	for {
-		expired, err := e.approvals.Expire()
+		expired, err := e.gov.approvals.Expire()
 		if err != nil {
 			e.log.Error().Err(err).Msg("expiring approvals")
 		}
@@ -172,7 +172,7 @@ func (e *Engine) sweep(ctx context.Context) {
 				"approval "+a.Code+" expired")
 		}
 		wait := maxSweepWait
-		if p := e.approvals.Pending(""); len(p) > 0 {
+		if p := e.gov.approvals.Pending(""); len(p) > 0 {
 			next := p[0].Expires
 			for _, a := range p[1:] {
 				if a.Expires.Before(next) {

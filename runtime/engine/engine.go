@@ -89,9 +89,7 @@ type Engine struct {
 	log       zerolog.Logger
 	recovered []journal.Item
 
-	gov       *governor
-	approvals *policy.Store // nil without Options.ApprovalsPath
-	tools     []agent.Tool
+	gov *governor
 
 	// bg owns the engine's own goroutines (the approval sweeper, notes);
 	// Close ends them.
@@ -190,13 +188,11 @@ func New(opts Options) (*Engine, error) {
 		log:       opts.Logger,
 		recovered: recovered,
 		gov:       gov,
-		approvals: gov.approvals,
-		tools:     tools,
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	var sweepCtx context.Context
 	sweepCtx, e.sweepCancel = context.WithCancel(e.bgCtx)
-	if e.approvals != nil {
+	if e.gov.approvals != nil {
 		e.goBackground(func(context.Context) { e.sweep(sweepCtx) })
 	}
 	return e, nil
