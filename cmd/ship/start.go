@@ -121,14 +121,17 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	// One exec_shell: offered when ship.json turns it on, and its secret
+	// redaction used for every tool's audit entry either way.
+	shell := newExecShell(cfg, log)
 	mcpServers := newMCP(cfg, log)
 	// Closed after the engine: the running message may still call MCP tools.
 	defer mcpServers.close()
 	eng, err := engine.New(engine.Options{
-		Tools:         toolsFor(cfg, book, log, skillTools...),
+		Tools:         toolsFor(cfg, book, shell, log, skillTools...),
 		Observe:       book.Learn,
 		Toolboxes:     mcpServers.toolboxes(),
-		Redact:        newExecShell(cfg, log).Redact,
+		Redact:        shell.Redact,
 		Policy:        policyFile.Current,
 		ApprovalsPath: cfg.StatePath("approvals.json"),
 		ModelName:     modelName,
@@ -247,15 +250,15 @@ func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 }
 
 // toolsFor returns the tools the model may be offered: the chat tools,
-// the contact tools, extra (the skills), and exec_shell when ship.json
-// switches it on (the policy then decides who may run what).
-func toolsFor(cfg config.Config, book *contacts.Book, log zerolog.Logger, extra ...agent.Tool) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
+// the contact tools, extra (the skills), the task tools, and shell when
+// ship.json switches it on (the policy then decides who may run what).
+func toolsFor(cfg config.Config, book *contacts.Book, shell *tools.ExecShell, log zerolog.Logger, extra ...agent.Tool) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
 	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
 		ts := append(tools.Default(store, d), tools.Contacts(book, d)...)
 		ts = append(ts, extra...)
 		ts = append(ts, taskTools(cfg)...)
 		if cfg.Tools.Exec.Enabled {
-			ts = append(ts, newExecShell(cfg, log))
+			ts = append(ts, shell)
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")
 		}
 		return ts
