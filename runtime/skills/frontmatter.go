@@ -1,13 +1,13 @@
 package skills
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shipmyagent/ship/runtime/frontmatter"
 	"gopkg.in/yaml.v3"
 )
 
@@ -20,9 +20,6 @@ const (
 	// maxDescriptionRunes is Claude Code's limit on a description.
 	maxDescriptionRunes = 1024
 )
-
-// errNoFrontmatter: the file does not start with a "---" line.
-var errNoFrontmatter = errors.New("no frontmatter (the file must start with a line \"---\", then name and description, then \"---\")")
 
 // header is what ship reads of a SKILL.md's frontmatter. Other fields
 // (license, model, metadata, ...) are Claude Code's or the author's and
@@ -37,31 +34,14 @@ type header struct {
 // prefix of the file (maxFrontmatterBytes and more): the header must close
 // within it.
 func splitFrontmatter(b []byte) (yamlText, body []byte, err error) {
-	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a BOM some editors write
-	first, rest, _ := cutLine(b)
-	if !fence(first) {
-		return nil, nil, errNoFrontmatter
+	yamlText, body, err = frontmatter.Split(b)
+	switch {
+	case errors.Is(err, frontmatter.ErrMissing):
+		return nil, nil, errors.New("no frontmatter (the file must start with a line \"---\", then name and description, then \"---\")")
+	case errors.Is(err, frontmatter.ErrUnclosed):
+		return nil, nil, fmt.Errorf("frontmatter not closed: a line \"---\" must end it within the first %d KiB", maxFrontmatterBytes>>10)
 	}
-	for off := 0; off < len(rest); {
-		line, next, _ := cutLine(rest[off:])
-		if fence(line) {
-			return rest[:off], next, nil
-		}
-		off = len(rest) - len(next)
-	}
-	return nil, nil, fmt.Errorf("frontmatter not closed: a line \"---\" must end it within the first %d KiB", maxFrontmatterBytes>>10)
-}
-
-// fence reports whether a line is "---", the frontmatter's delimiter.
-func fence(line []byte) bool { return strings.TrimRight(string(line), " \t\r") == "---" }
-
-// cutLine returns b's first line (without "\n") and what follows it; ok
-// is false when b has no newline.
-func cutLine(b []byte) (line, rest []byte, ok bool) {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return b[:i], b[i+1:], true
-	}
-	return b, nil, false
+	return yamlText, body, err
 }
 
 // parseHeader reads the frontmatter fields ship uses.

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/frontmatter"
 )
 
 // Errors callers tell apart (errors.Is).
@@ -62,8 +63,8 @@ type Task struct {
 	Instruction string
 }
 
-// frontmatter is the YAML head of a task file.
-type frontmatter struct {
+// settings is the YAML head of a task file.
+type settings struct {
 	Cron     string `yaml:"cron"`
 	Timezone string `yaml:"timezone,omitempty"`
 	ChatKey  string `yaml:"chatKey"`
@@ -96,15 +97,13 @@ func Parse(name string, data []byte) (Task, error) {
 	if !utf8.Valid(data) {
 		return Task{Name: name}, fmt.Errorf("%w: the file is not valid UTF-8", ErrInvalid)
 	}
-	text := strings.ReplaceAll(string(data), "\r\n", "\n")
-	text = strings.TrimPrefix(text, "\ufeff")
-	head, body, ok := splitFrontmatter(text)
-	if !ok {
+	head, body, err := frontmatter.Split(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")))
+	if err != nil {
 		return Task{Name: name}, fmt.Errorf("%w: the file must start with a line \"---\", the settings (cron, chatKey, timezone, enabled), "+
 			"a line \"---\", then the instruction", ErrInvalid)
 	}
-	var fm frontmatter
-	dec := yaml.NewDecoder(strings.NewReader(head))
+	var fm settings
+	dec := yaml.NewDecoder(bytes.NewReader(head))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fm); err != nil {
 		return Task{Name: name}, fmt.Errorf("%w: frontmatter: %s", ErrInvalid, fileLines(yamlMessage(err)))
@@ -112,32 +111,12 @@ func Parse(name string, data []byte) (Task, error) {
 	t := Task{
 		Name: name, Cron: strings.TrimSpace(fm.Cron), Timezone: strings.TrimSpace(fm.Timezone),
 		ChatKey: strings.TrimSpace(fm.ChatKey), Enabled: fm.Enabled == nil || *fm.Enabled,
-		Instruction: strings.TrimSpace(body),
+		Instruction: strings.TrimSpace(string(body)),
 	}
 	if err := t.Validate(); err != nil {
 		return t, err
 	}
 	return t, nil
-}
-
-// splitFrontmatter cuts text into the YAML between the first two "---"
-// lines and what follows.
-func splitFrontmatter(text string) (head, body string, ok bool) {
-	first, rest, found := strings.Cut(text, "\n")
-	if !found || strings.TrimSpace(first) != "---" {
-		return "", "", false
-	}
-	var h strings.Builder
-	for rest != "" {
-		var line string
-		line, rest, _ = strings.Cut(rest, "\n")
-		if strings.TrimSpace(line) == "---" {
-			return h.String(), rest, true
-		}
-		h.WriteString(line)
-		h.WriteByte('\n')
-	}
-	return "", "", false
 }
 
 // fileLines turns the line numbers of a YAML message ("line 3") into the
@@ -170,8 +149,8 @@ func yamlMessage(err error) string {
 	if errors.As(err, &te) {
 		msgs := make([]string, 0, len(te.Errors))
 		for _, m := range te.Errors {
-			if before, field, ok := strings.Cut(m, ": field "); ok && strings.HasSuffix(field, " not found in type tasks.frontmatter") {
-				m = before + ": unknown field " + strings.TrimSuffix(field, " not found in type tasks.frontmatter") +
+			if before, field, ok := strings.Cut(m, ": field "); ok && strings.HasSuffix(field, " not found in type tasks.settings") {
+				m = before + ": unknown field " + strings.TrimSuffix(field, " not found in type tasks.settings") +
 					" (the fields are cron, timezone, chatKey, enabled)"
 			}
 			msgs = append(msgs, m)
@@ -215,7 +194,7 @@ func (t Task) Validate() error {
 
 // Format is the task as a file: what Parse reads back.
 func (t Task) Format() ([]byte, error) {
-	fm := frontmatter{Cron: t.Cron, Timezone: t.Timezone, ChatKey: t.ChatKey}
+	fm := settings{Cron: t.Cron, Timezone: t.Timezone, ChatKey: t.ChatKey}
 	if !t.Enabled {
 		off := false
 		fm.Enabled = &off
