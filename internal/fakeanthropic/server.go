@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/shipmyagent/ship/internal/fakehttp"
 )
 
 const (
@@ -38,24 +37,14 @@ type Options struct {
 
 // Server is a running fake. All methods are safe for concurrent use.
 type Server struct {
-	opts     Options
-	listener net.Listener
-	http     *http.Server
-	handler  atomic.Pointer[Handler]
+	opts    Options
+	srv     *fakehttp.Server
+	log     fakehttp.Log[Request]
+	handler atomic.Pointer[Handler]
 
 	reqIDs   atomic.Int64 // numbers req_fake<n>
 	messages atomic.Int64 // numbers msg_fake<n>
 	toolUses atomic.Int64 // numbers toolu_fake<n>
-
-	mu       sync.Mutex
-	requests []Request
-	count    int
-	active   map[net.Conn]bool // connections with a request being answered
-	closing  bool              // set by Close; later requests get 503
-	drained  chan struct{}     // closed once closing and no connection is active
-
-	closeOnce sync.Once
-	served    chan struct{} // closed when Serve returns
 }
 
 // Start starts a fake on 127.0.0.1 on a free port, answering with h
@@ -69,24 +58,18 @@ func StartWithOptions(h Handler, opts Options) (*Server, error) {
 	if opts.MaxOutputTokens <= 0 {
 		opts.MaxOutputTokens = DefaultMaxOutputTokens
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("fakeanthropic: listen: %w", err)
-	}
-	s := &Server{opts: opts, listener: ln, served: make(chan struct{}), drained: make(chan struct{}),
-		active: map[net.Conn]bool{}}
+	s := &Server{opts: opts, log: fakehttp.Log[Request]{Max: opts.MaxRecorded, Clone: Request.clone}}
 	s.SetHandler(h)
-	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ConnState: s.connState,
-		ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(s.served)
-		_ = s.http.Serve(ln) // returns http.ErrServerClosed after Close
-	}()
+	srv, err := fakehttp.Start("fakeanthropic", http.HandlerFunc(s.serveHTTP))
+	if err != nil {
+		return nil, err
+	}
+	s.srv = srv
 	return s, nil
 }
 
 // URL returns the server root, "http://127.0.0.1:PORT".
-func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // BaseURL returns "http://127.0.0.1:PORT/v1", the value for
 // anthropic.WithBaseURL (the client appends /messages).
@@ -104,88 +87,19 @@ func (s *Server) SetHandler(h Handler) {
 // Requests returns copies of the recorded requests in arrival order. Every
 // authenticated request whose body was valid JSON is recorded, including
 // ones then rejected for breaking the API's rules.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	kept := s.requests
-	if n := s.opts.MaxRecorded; n > 0 && len(kept) > n {
-		kept = kept[len(kept)-n:]
-	}
-	out := make([]Request, len(kept))
-	for i, r := range kept {
-		out[i] = r.clone()
-	}
-	return out
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // RequestCount returns how many requests have been recorded.
-func (s *Server) RequestCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.count
-}
+func (s *Server) RequestCount() int { return s.log.Count() }
 
 // Close stops accepting connections, waits for the requests being answered
-// to finish, then closes every connection. Requests that arrive on an open
-// connection meanwhile get 503. It is safe to call more than once.
-// (http.Server.Shutdown is not used: it waits for connections a client
-// dialled but never used, which the Go transport leaves behind.)
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		s.http.SetKeepAlivesEnabled(false)
-		_ = s.listener.Close()
-		s.mu.Lock()
-		s.closing = true
-		if len(s.active) == 0 {
-			close(s.drained)
-		}
-		s.mu.Unlock()
-		<-s.drained
-		_ = s.http.Close()
-		<-s.served
-	})
-}
-
-// connState tracks connections that are reading a request or writing a
-// response: a connection stays active until its response has been fully
-// sent, so Close never cuts one off.
-func (s *Server) connState(c net.Conn, state http.ConnState) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if state == http.StateActive {
-		if !s.closing || len(s.active) > 0 { // once drained, Close no longer waits
-			s.active[c] = true
-		}
-		return
-	}
-	if !s.active[c] {
-		return
-	}
-	delete(s.active, c)
-	if s.closing && len(s.active) == 0 {
-		close(s.drained)
-	}
-}
-
-func (s *Server) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
-}
-
-func (s *Server) record(r Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.count++
-	s.requests = append(s.requests, r.clone())
-	if n := s.opts.MaxRecorded; n > 0 && len(s.requests) >= 2*n {
-		s.requests = append([]Request(nil), s.requests[len(s.requests)-n:]...)
-	}
-}
+// to finish (requests that arrive on an open connection meanwhile get 503),
+// then closes every connection. It is safe to call more than once.
+func (s *Server) Close() { s.srv.Close() }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Request-Id", fmt.Sprintf("req_fake%d", s.reqIDs.Add(1)))
-	if s.isClosing() {
+	if s.srv.Closing() {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "api_error",
 			message: "The server is shutting down."})
 		return
@@ -213,7 +127,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.Version = req.Header.Get("Anthropic-Version")
-	s.record(r)
+	s.log.Add(r)
 	if rejected != nil {
 		writeError(w, rejected)
 		return

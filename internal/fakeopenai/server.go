@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shipmyagent/ship/internal/fakehttp"
 )
 
 const (
@@ -32,23 +32,13 @@ type Options struct {
 
 // Server is a running fake. All methods are safe for concurrent use.
 type Server struct {
-	opts     Options
-	listener net.Listener
-	http     *http.Server
-	handler  atomic.Pointer[Handler]
+	opts    Options
+	srv     *fakehttp.Server
+	log     fakehttp.Log[Request]
+	handler atomic.Pointer[Handler]
 
 	completions atomic.Int64 // numbers chatcmpl-<n>
 	calls       atomic.Int64 // numbers call_<n>
-
-	mu       sync.Mutex
-	requests []Request
-	count    int
-	active   map[net.Conn]bool // connections with a request being answered
-	closing  bool              // set by Close; later requests get 503
-	drained  chan struct{}     // closed once closing and no connection is active
-
-	closeOnce sync.Once
-	served    chan struct{} // closed when Serve returns
 }
 
 // Start starts a fake on 127.0.0.1 on a free port, answering with h
@@ -59,24 +49,18 @@ func Start(h Handler) (*Server, error) {
 
 // StartWithOptions is Start with options.
 func StartWithOptions(h Handler, opts Options) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("fakeopenai: listen: %w", err)
-	}
-	s := &Server{opts: opts, listener: ln, served: make(chan struct{}), drained: make(chan struct{}),
-		active: map[net.Conn]bool{}}
+	s := &Server{opts: opts, log: fakehttp.Log[Request]{Max: opts.MaxRecorded, Clone: Request.clone}}
 	s.SetHandler(h)
-	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ConnState: s.connState,
-		ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(s.served)
-		_ = s.http.Serve(ln) // returns http.ErrServerClosed after Close
-	}()
+	srv, err := fakehttp.Start("fakeopenai", http.HandlerFunc(s.serveHTTP))
+	if err != nil {
+		return nil, err
+	}
+	s.srv = srv
 	return s, nil
 }
 
 // URL returns the server root, "http://127.0.0.1:PORT".
-func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // BaseURL returns "http://127.0.0.1:PORT/v1", the value for openai.WithBaseURL.
 func (s *Server) BaseURL() string { return s.URL() + "/v1" }
@@ -93,89 +77,18 @@ func (s *Server) SetHandler(h Handler) {
 // Requests returns copies of the recorded requests in arrival order. Every
 // request whose body was valid JSON is recorded, including ones then
 // rejected for breaking the API's rules.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	kept := s.requests
-	if n := s.opts.MaxRecorded; n > 0 && len(kept) > n {
-		kept = kept[len(kept)-n:]
-	}
-	out := make([]Request, len(kept))
-	for i, r := range kept {
-		out[i] = r.clone()
-	}
-	return out
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // RequestCount returns how many requests have been recorded.
-func (s *Server) RequestCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.count
-}
+func (s *Server) RequestCount() int { return s.log.Count() }
 
 // Close stops accepting connections, waits for the requests being answered
-// to finish, then closes every connection. Requests that arrive on an open
-// connection meanwhile get 503. It is safe to call more than once.
-//
-// (http.Server.Shutdown is not used: it waits up to five seconds for
-// connections a client dialled but never used, which the Go transport leaves
-// behind under concurrent load.)
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		s.http.SetKeepAlivesEnabled(false)
-		_ = s.listener.Close()
-		s.mu.Lock()
-		s.closing = true
-		if len(s.active) == 0 {
-			close(s.drained)
-		}
-		s.mu.Unlock()
-		<-s.drained
-		_ = s.http.Close()
-		<-s.served
-	})
-}
-
-// connState tracks connections that are reading a request or writing a
-// response: a connection stays active until its response has been fully
-// sent, so Close never cuts one off.
-func (s *Server) connState(c net.Conn, state http.ConnState) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if state == http.StateActive {
-		if !s.closing || len(s.active) > 0 { // once drained, Close no longer waits
-			s.active[c] = true
-		}
-		return
-	}
-	if !s.active[c] {
-		return
-	}
-	delete(s.active, c)
-	if s.closing && len(s.active) == 0 {
-		close(s.drained)
-	}
-}
-
-func (s *Server) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
-}
-
-func (s *Server) record(r Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.count++
-	s.requests = append(s.requests, r.clone())
-	if n := s.opts.MaxRecorded; n > 0 && len(s.requests) >= 2*n {
-		s.requests = append([]Request(nil), s.requests[len(s.requests)-n:]...)
-	}
-}
+// to finish (requests that arrive on an open connection meanwhile get 503),
+// then closes every connection. It is safe to call more than once.
+func (s *Server) Close() { s.srv.Close() }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
-	if s.isClosing() {
+	if s.srv.Closing() {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error",
 			message: "The server is shutting down."})
 		return
@@ -217,7 +130,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, malformed)
 		return
 	}
-	s.record(r)
+	s.log.Add(r)
 	if rejected != nil {
 		writeError(w, rejected)
 		return
