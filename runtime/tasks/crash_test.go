@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/internal/adaptertest"
+	"github.com/shipmyagent/ship/internal/fakeclock"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
@@ -94,7 +95,7 @@ func TestKilledRunIsNotPostedTwice(t *testing.T) {
 			adaptertest.WaitFor(t, "the cut run's end", func() bool { return e.status("report").LastStatus != tasks.StatusStarted })
 			markStarted(t, e.taskDir(), "report")
 
-			e2 := newEnv(t, setup{dir: e.dir, tg: e.tg, model: e.model, clock: newClock(nine.Add(30 * time.Second))})
+			e2 := newEnv(t, setup{dir: e.dir, tg: e.tg, model: e.model, clock: fakeclock.New(nine.Add(30 * time.Second))})
 			e2.sched.Tick(context.Background())
 			if !tc.afterReply {
 				e2.waitSent(2) // the journal runs it again: it had not replied

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/internal/adaptertest"
+	"github.com/shipmyagent/ship/internal/fakeclock"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 	"github.com/shipmyagent/ship/internal/logbuf"
@@ -30,55 +30,6 @@ import (
 
 const botToken = "123456:TASKS-token"
 
-// manualClock is a clock the test sets; At channels fire when it passes
-// their time, so the scheduler's Run loop never needs a sleep.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []waiter
-}
-
-type waiter struct {
-	at time.Time
-	c  chan time.Time
-}
-
-func newClock(t time.Time) *manualClock { return &manualClock{now: t} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) At(t time.Time) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if !t.After(c.now) {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, waiter{at: t, c: ch})
-	return ch
-}
-
-// Set moves the clock to t and wakes whoever waits for a time up to t.
-func (c *manualClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(t) {
-			kept = append(kept, w)
-			continue
-		}
-		w.c <- t
-	}
-	c.waiters = kept
-}
-
 // env is ship's core as cmd/ship wires it, in process: the real engine
 // (journal included) behind the real Telegram adapter and a fake Bot API,
 // a fake model, and the scheduler on a hand-driven clock.
@@ -90,7 +41,7 @@ type env struct {
 	eng    *engine.Engine
 	tgA    *telegram.Adapter
 	sched  *tasks.Scheduler
-	clock  *manualClock
+	clock  *fakeclock.Clock
 	logs   *logbuf.Buffer
 	stopTG func()
 	closed bool
@@ -100,7 +51,7 @@ type setup struct {
 	dir    string               // reuse a project folder (restart)
 	tg     *faketelegram.Server // reuse the Bot API (restart)
 	model  *fakeopenai.Server   // reuse the model (restart)
-	clock  *manualClock
+	clock  *fakeclock.Clock
 	policy string // the "tools" section of ship.json
 }
 
@@ -127,7 +78,7 @@ func newEnv(t *testing.T, s setup) *env {
 		e.model = m
 	}
 	if e.clock == nil {
-		e.clock = newClock(time.Date(2026, 3, 4, 8, 0, 0, 0, time.UTC))
+		e.clock = fakeclock.New(time.Date(2026, 3, 4, 8, 0, 0, 0, time.UTC))
 	}
 	log := zerolog.New(e.logs)
 	llm, err := openai.New(openai.WithBaseURL(e.model.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/internal/adaptertest"
+	"github.com/shipmyagent/ship/internal/fakeclock"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/tasks"
@@ -96,7 +97,7 @@ func TestMissedSlotsRunOnceAtStart(t *testing.T) {
 	e.close(context.Background())
 
 	later := six.Add(3*time.Hour + 10*time.Minute)
-	e2 := newEnv(t, setup{dir: e.dir, tg: e.tg, model: e.model, clock: newClock(later)})
+	e2 := newEnv(t, setup{dir: e.dir, tg: e.tg, model: e.model, clock: fakeclock.New(later)})
 	// A task written after the 09:00 slot does not catch up on it.
 	e2.writeTask("fresh", taskFile("0 * * * *", key, "Fresh check."), later.Add(-5*time.Minute))
 	e2.sched.Tick(context.Background())
