@@ -16,6 +16,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/secrets"
 )
 
 // ExecShellName is the name the model calls exec_shell by.
@@ -72,7 +73,7 @@ type ExecShell struct {
 	maxTimeout     time.Duration
 	maxOutput      int
 	dropEnv        map[string]bool
-	secrets        *secretSet
+	secrets        *secrets.Set
 	log            zerolog.Logger
 }
 
@@ -106,7 +107,7 @@ func NewExecShell(opts ExecShellOptions) *ExecShell {
 		t.dropEnv[name] = true
 		values = append(values, os.Getenv(name))
 	}
-	t.secrets = newSecretSet(values)
+	t.secrets = secrets.New(values)
 	return t
 }
 
@@ -198,12 +199,12 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 	if err != nil {
 		return failure(err.Error())
 	}
-	logged := clipText(t.secrets.redactString(in.Command), logCommandLimit)
+	logged := clipText(t.secrets.Redact(in.Command), logCommandLimit)
 	if err := ctx.Err(); err != nil {
 		return failure("the run was cancelled before the command started: " + err.Error())
 	}
 	timeout, clamped := t.timeout(in.TimeoutMs)
-	limit := t.maxOutput + t.secrets.lookahead()
+	limit := t.maxOutput + t.secrets.Lookahead()
 	out, err := runGroup(ctx, runSpec{
 		command: in.Command,
 		dir:     t.dir,
@@ -213,10 +214,10 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 	})
 	if err != nil {
 		t.log.Error().Err(err).Str("command", logged).Msg("exec_shell: the command could not be run")
-		return failure(t.secrets.redactString(fmt.Sprintf("the command could not be run: %v", err)))
+		return failure(t.secrets.Redact(fmt.Sprintf("the command could not be run: %v", err)))
 	}
-	stdout, stdoutCut := t.secrets.clip(out.stdout.head, out.stdout.total, t.maxOutput)
-	stderr, stderrCut := t.secrets.clip(out.stderr.head, out.stderr.total, t.maxOutput)
+	stdout, stdoutCut := clipRedacted(t.secrets, out.stdout.head, out.stdout.total, t.maxOutput)
+	stderr, stderrCut := clipRedacted(t.secrets, out.stderr.head, out.stderr.total, t.maxOutput)
 
 	fields := map[string]any{
 		"exitCode":   out.exitCode,
@@ -283,4 +284,4 @@ func shellResult(ok bool, fields map[string]any) agent.ToolResult {
 
 // Redact replaces every secret exec_shell knows in s with "<redacted>":
 // the same hiding, for what the chat log keeps of any tool call.
-func (t *ExecShell) Redact(s string) string { return t.secrets.redactString(s) }
+func (t *ExecShell) Redact(s string) string { return t.secrets.Redact(s) }

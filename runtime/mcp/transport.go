@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/secrets"
 )
 
 // terminateAfter is how long a stdio server may take to exit once its
@@ -101,47 +102,32 @@ func (h *withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 // /api/status: ship's secrets, the server's env and header values, and
 // whatever the URL carries besides its scheme, host and path.
 type redactor struct {
-	secrets []string // longest first, so a value hides whole
+	secrets *secrets.Set
 	rawURL  string
 	safeURL string
 }
 
-// minSecret is the shortest env value taken for a secret: hiding "1" or
-// "true" everywhere would hide the message instead.
-const minSecret = 6
-
 func newRedactor(cfg config.MCPServer, shipSecrets []string) *redactor {
 	r := &redactor{}
-	add := func(v string) {
-		if len(v) >= minSecret && !slices.Contains(r.secrets, v) {
-			r.secrets = append(r.secrets, v)
-		}
-	}
-	for _, v := range shipSecrets {
-		add(v)
-	}
+	values := slices.Clone(shipSecrets)
 	for _, v := range cfg.Env {
-		add(v)
+		values = append(values, v)
 	}
 	for _, v := range cfg.Headers {
-		add(v)
-		for _, w := range strings.Fields(v) { // the token of "Bearer <token>"
-			add(w)
-		}
+		values = append(values, v)
+		values = append(values, strings.Fields(v)...) // the token of "Bearer <token>"
 	}
 	if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" {
 		if p, ok := u.User.Password(); ok {
-			add(p)
+			values = append(values, p)
 		}
 		for _, vs := range u.Query() {
-			for _, v := range vs {
-				add(v)
-			}
+			values = append(values, vs...)
 		}
 		r.rawURL = cfg.URL
 		r.safeURL = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 	}
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	r.secrets = secrets.New(values)
 	return r
 }
 
@@ -149,10 +135,7 @@ func (r *redactor) text(s string) string {
 	if r.rawURL != "" && r.rawURL != r.safeURL {
 		s = strings.ReplaceAll(s, r.rawURL, r.safeURL)
 	}
-	for _, v := range r.secrets {
-		s = strings.ReplaceAll(s, v, "<redacted>")
-	}
-	return s
+	return r.secrets.Redact(s)
 }
 
 // stderrTail takes a stdio server's stderr: each line goes to the debug
