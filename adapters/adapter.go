@@ -52,19 +52,12 @@ type Host interface {
 // Optional capabilities: a platform that can do more than send text says so
 // by implementing these, and callers find them by type assertion.
 type (
-	// Editor changes the text of a message the bot sent (a reply that
-	// grows while the model writes it).
-	Editor interface {
-		EditText(ctx context.Context, req dispatch.RequestContext, messageID, text string) error
-	}
-	// Typist shows that the bot is working on an answer in req's chat.
-	Typist interface {
-		Typing(ctx context.Context, req dispatch.RequestContext) error
-	}
-	// Drafter shows an ephemeral preview of a reply being written.
-	Drafter interface {
-		Draft(ctx context.Context, req dispatch.RequestContext, draftID int64, text string) error
-	}
+	// Streamer shows a reply while the model writes it
+	// (dispatch.Streamer).
+	Streamer = dispatch.Streamer
+	// Typist shows that the bot is working on a message
+	// (dispatch.Typist).
+	Typist = dispatch.Typist
 	// ButtonSender sends text with buttons (dispatch.ButtonSender: the
 	// core finds it on the registered dispatcher).
 	ButtonSender = dispatch.ButtonSender
