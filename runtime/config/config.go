@@ -114,6 +114,9 @@ type TelegramConfig struct {
 	// ParseMode is "" (plain text, default), "HTML", "MarkdownV2" or
 	// "Markdown"; a part Telegram cannot parse is resent as plain text.
 	ParseMode string `json:"parseMode,omitempty"`
+	// Streaming is "auto" (default: replies appear while the model writes
+	// them, where the platform can show that) or "off" (each reply whole).
+	Streaming string `json:"streaming,omitempty"`
 }
 
 // FeishuConfig is the Feishu/Lark adapter.
@@ -137,6 +140,9 @@ type FeishuConfig struct {
 	// AllowedUserIDs, when set, are the only senders answered or logged:
 	// the sender's open_id (ou_…) under this app.
 	AllowedUserIDs []string `json:"allowedUserIds,omitempty"`
+	// Streaming is "auto" (default: replies appear while the model writes
+	// them, where the platform can show that) or "off" (each reply whole).
+	Streaming string `json:"streaming,omitempty"`
 }
 
 // QQConfig is the QQ adapter.
@@ -164,6 +170,9 @@ type QQConfig struct {
 	// the author's member_openid in groups, user_openid in C2C chats, or
 	// user id in guilds.
 	AllowedUserIDs []string `json:"allowedUserIds,omitempty"`
+	// Streaming is accepted for symmetry; QQ has no way to show a reply
+	// while it is written, so each reply goes whole either way.
+	Streaming string `json:"streaming,omitempty"`
 }
 
 // On reports whether an adapter runs: it has credentials and ship.json does
@@ -385,6 +394,12 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("%w: adapters.telegram.parseMode %q must be HTML, MarkdownV2, Markdown or empty", ErrInvalid, c.Adapters.Telegram.ParseMode)
 	}
+	for name, mode := range map[string]string{"telegram": c.Adapters.Telegram.Streaming,
+		"feishu": c.Adapters.Feishu.Streaming, "qq": c.Adapters.QQ.Streaming} {
+		if _, err := StreamingOn(mode); err != nil {
+			return fmt.Errorf("%w: adapters.%s.streaming: %w", ErrInvalid, name, err)
+		}
+	}
 	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > llm.MaxMaxTokens {
 		return fmt.Errorf("%w: llm.maxTokens (LLM_MAX_TOKENS) is %d; it must be between 1 and %d (default %d)",
 			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
@@ -419,3 +434,15 @@ func (c Config) StatePath(parts ...string) string {
 
 // AgentMDPath is the operator's instructions file.
 func (c Config) AgentMDPath() string { return filepath.Join(c.Dir, AgentMDName) }
+
+// StreamingOn reads a platform's streaming setting: "" and "auto" are on,
+// "off" is off.
+func StreamingOn(mode string) (bool, error) {
+	switch mode {
+	case "", "auto":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q must be \"auto\" or \"off\"", mode)
+}
