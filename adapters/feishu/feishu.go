@@ -81,6 +81,9 @@ type Options struct {
 	// CacheDir keeps the ids of handled events (.ship/.cache/feishu);
 	// "" keeps them in memory only.
 	CacheDir string
+	// Streaming shows a reply while the model writes it: a card updated in
+	// place (OpenStream). Off, each reply goes whole as text.
+	Streaming bool
 	// Limits bound the retries of a send (zero values → defaults).
 	Limits Limits
 	// Host is ship's core as a platform sees it; required.
@@ -121,6 +124,10 @@ type Adapter struct {
 // FromConfig builds the adapter from ship's configuration.
 func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
 	fc := cfg.Adapters.Feishu
+	streaming, err := config.StreamingOn(fc.Streaming)
+	if err != nil {
+		return nil, fmt.Errorf("feishu: adapters.feishu.streaming: %w", err)
+	}
 	return New(Options{
 		AppID:             fc.AppID,
 		AppSecret:         fc.AppSecret,
@@ -131,6 +138,7 @@ func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Ada
 		AllowedChatIDs:    fc.AllowedChatIDs,
 		AllowedUserIDs:    fc.AllowedUserIDs,
 		BusyNote:          fc.BusyNote == nil || *fc.BusyNote,
+		Streaming:         streaming,
 		CacheDir:          cfg.StatePath(".cache", "feishu"),
 		Host:              host,
 		Logger:            log,

@@ -105,6 +105,8 @@ type apiResult struct {
 	msg    string
 	status int
 	header http.Header
+	// messageID is the message a send created.
+	messageID string
 }
 
 func resultOf(r *larkcore.ApiResp, ce larkcore.CodeError) apiResult {
@@ -177,12 +179,21 @@ func isRateLimit(code, status int) bool {
 	return status == http.StatusTooManyRequests || code == codeRateLimit || code == codeChatRateLimit
 }
 
-// sendPart delivers one part, retrying what a retry can fix.
+// sendPart delivers one part as a text message, retrying what a retry can
+// fix.
 func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text, uuid string) error {
 	content, err := json.Marshal(map[string]string{"text": text})
 	if err != nil {
 		return fmt.Errorf("feishu send: %w", err)
 	}
+	_, err = a.sendMessage(ctx, req, larkim.MsgTypeText, string(content), uuid)
+	return err
+}
+
+// sendMessage delivers one message of msgType into req's chat and returns
+// its id: in groups and threads a reply to the triggering message (in its
+// thread when it has one), in a one-to-one chat a new message.
+func (a *Adapter) sendMessage(ctx context.Context, req dispatch.RequestContext, msgType, content, uuid string) (string, error) {
 	replyTo := ""
 	if req.MessageID != "" && (req.ChatType != "p2p" || req.ThreadID != "") {
 		replyTo = req.MessageID
@@ -190,7 +201,7 @@ func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, tex
 	log := a.log.With().Str("chatKey", req.ChatKey).Logger()
 	refreshed := false
 	for attempt := 1; ; attempt++ {
-		res, err := a.post(ctx, req.ChatID, replyTo, req.ThreadID != "", string(content), uuid)
+		res, err := a.post(ctx, req.ChatID, replyTo, req.ThreadID != "", msgType, content, uuid)
 		var wait time.Duration
 		kind := classify(res, err)
 		if kind == outcomeTargetGone && replyTo == "" {
@@ -198,10 +209,10 @@ func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, tex
 		}
 		switch kind {
 		case outcomeOK:
-			return nil
+			return res.messageID, nil
 		case outcomeTokenInvalid:
 			if refreshed {
-				return fmt.Errorf("feishu refused a fresh access token (code %d): %s", res.code, res.msg)
+				return "", fmt.Errorf("feishu refused a fresh access token (code %d): %s", res.code, res.msg)
 			}
 			// The SDK keeps an invalid token until it expires: drop it,
 			// and the next call fetches a new one.
@@ -216,29 +227,35 @@ func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, tex
 			attempt--
 			continue
 		case outcomeRateLimited:
-			wait = adapters.Jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
-			if s, perr := strconv.Atoi(res.header.Get(rateResetHeader)); perr == nil && s > 0 {
-				wait = time.Duration(s) * time.Second
-			}
+			wait = a.rateWait(res, attempt)
 			log.Warn().Int("code", res.code).Dur("wait", wait).Msg("feishu rate limit; waiting")
 		case outcomeTransient:
 			wait = adapters.Jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
 			log.Warn().Str("error", a.failure(res, err)).Dur("wait", wait).Msg("feishu send failed; retrying")
 		default:
 			if err != nil && ctx.Err() != nil {
-				return fmt.Errorf("feishu send: %w", ctx.Err())
+				return "", fmt.Errorf("feishu send: %w", ctx.Err())
 			}
 			msg := a.failure(res, err)
 			log.Error().Str("error", msg).Msg("feishu refused the message")
-			return fmt.Errorf("feishu refused the message: %s", msg)
+			return "", fmt.Errorf("feishu refused the message: %s", msg)
 		}
 		if attempt >= a.opts.Limits.MaxAttempts {
-			return fmt.Errorf("feishu send failed after %d attempts: %s", attempt, a.failure(res, err))
+			return "", fmt.Errorf("feishu send failed after %d attempts: %s", attempt, a.failure(res, err))
 		}
 		if !adapters.SleepCtx(ctx, min(wait, a.opts.Limits.MaxWait)) {
-			return fmt.Errorf("feishu send: %w", ctx.Err())
+			return "", fmt.Errorf("feishu send: %w", ctx.Err())
 		}
 	}
+}
+
+// rateWait is how long to wait after a rate-limit answer: the reset the
+// gateway names, else an exponential backoff.
+func (a *Adapter) rateWait(res apiResult, attempt int) time.Duration {
+	if s, err := strconv.Atoi(res.header.Get(rateResetHeader)); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return adapters.Jitter(a.opts.Limits.RetryBase << min(attempt-1, 10))
 }
 
 // failure describes a failed call for logs and for the model, without
@@ -254,25 +271,33 @@ func (a *Adapter) failure(res apiResult, err error) string {
 }
 
 // post makes one send call: a reply to replyTo, or a new message in chatID.
-func (a *Adapter) post(ctx context.Context, chatID, replyTo string, inThread bool, content, uuid string) (apiResult, error) {
+func (a *Adapter) post(ctx context.Context, chatID, replyTo string, inThread bool, msgType, content, uuid string) (apiResult, error) {
 	if replyTo != "" {
 		resp, err := a.cli.Im.V1.Message.Reply(ctx, larkim.NewReplyMessageReqBuilder().
 			MessageId(replyTo).
 			Body(larkim.NewReplyMessageReqBodyBuilder().
-				MsgType(larkim.MsgTypeText).Content(content).ReplyInThread(inThread).Uuid(uuid).Build()).
+				MsgType(msgType).Content(content).ReplyInThread(inThread).Uuid(uuid).Build()).
 			Build())
 		if err != nil {
 			return apiResult{}, err
 		}
-		return resultOf(resp.ApiResp, resp.CodeError), nil
+		res := resultOf(resp.ApiResp, resp.CodeError)
+		if resp.Data != nil && resp.Data.MessageId != nil {
+			res.messageID = *resp.Data.MessageId
+		}
+		return res, nil
 	}
 	resp, err := a.cli.Im.V1.Message.Create(ctx, larkim.NewCreateMessageReqBuilder().
 		ReceiveIdType(larkim.CreateMessageV1ReceiveIDTypeChatId).
 		Body(larkim.NewCreateMessageReqBodyBuilder().
-			ReceiveId(chatID).MsgType(larkim.MsgTypeText).Content(content).Uuid(uuid).Build()).
+			ReceiveId(chatID).MsgType(msgType).Content(content).Uuid(uuid).Build()).
 		Build())
 	if err != nil {
 		return apiResult{}, err
 	}
-	return resultOf(resp.ApiResp, resp.CodeError), nil
+	res := resultOf(resp.ApiResp, resp.CodeError)
+	if resp.Data != nil && resp.Data.MessageId != nil {
+		res.messageID = *resp.Data.MessageId
+	}
+	return res, nil
 }

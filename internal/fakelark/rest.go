@@ -23,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{message_id}/reply", s.replyMessage)
 	mux.HandleFunc("POST "+PathWSConf, s.wsEndpoint)
 	mux.HandleFunc("GET /ws", s.serveWS)
+	s.routesEdits(mux) // cards.go, reactions.go
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "msg": "404 page not found"})
 	})
@@ -250,6 +251,10 @@ func (s *Server) send(w http.ResponseWriter, b sendBody, out Sent, where msgInfo
 			return
 		}
 		out.Text = *c.Text
+	}
+	if b.MsgType == "interactive" && len(b.Content) > MaxCardBytes {
+		writeJSON(w, http.StatusBadRequest, codeMsg(CodeTooLong, "The message body exceeds the size limit."))
+		return
 	}
 	now := time.Now()
 	s.mu.Lock()
