@@ -8,10 +8,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
 	"github.com/shipmyagent/ship/adapters/feishu"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/internal/fakelark"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
@@ -274,5 +277,25 @@ func TestExpiredTokenOnAnUpdateIsRefreshed(t *testing.T) {
 	}
 	if got := texts(e.lk.Chat("oc_e")); !slices.Equal(got, []string{"before and after"}) {
 		t.Errorf("the chat shows %q", got)
+	}
+}
+
+// adapters.feishu.streaming reaches the adapter: "auto" and unset stream,
+// "off" does not.
+func TestStreamingSettingFromConfig(t *testing.T) {
+	e := newEnv(t, setup{noStart: true})
+	req := trigger(e, e.lk.P2PText("oc_c", "ou_ann", "hi"))
+	for mode, want := range map[string]bool{"": true, "auto": true, "off": false} {
+		var cfg config.Config
+		cfg.Dir = t.TempDir()
+		cfg.Adapters.Feishu.AppID, cfg.Adapters.Feishu.AppSecret = e.lk.AppID(), appSecret
+		cfg.Adapters.Feishu.Domain, cfg.Adapters.Feishu.Streaming = e.lk.URL(), mode
+		a, err := feishu.FromConfig(cfg, e.engine, zerolog.Nop())
+		if err != nil {
+			t.Fatalf("%q: %v", mode, err)
+		}
+		if _, ok := a.OpenStream(e.ctx(), req, nil); ok != want {
+			t.Errorf("streaming %q: OpenStream ok=%v, want %v", mode, ok, want)
+		}
 	}
 }
