@@ -164,6 +164,12 @@ func (s *sender) pauseChat(chatID int64, d time.Duration) {
 // "". It returns an error only when Telegram will not take it: a bad
 // request, the bot blocked or removed, or retries used up.
 func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, group bool, text, markup string) error {
+	_, err := s.sendID(ctx, chatID, threadID, replyTo, group, text, markup)
+	return err
+}
+
+// sendID is send that returns the id of the message sent.
+func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, group bool, text, markup string) (int64, error) {
 	s.mu.Lock()
 	if id, ok := s.newIDs[chatID]; ok {
 		chatID = id
@@ -172,7 +178,7 @@ func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, grou
 	parseMode := s.parseMode
 	for attempt := 1; ; attempt++ {
 		if err := s.wait(ctx, chatID, group); err != nil {
-			return fmt.Errorf("telegram send: %w", err)
+			return 0, fmt.Errorf("telegram send: %w", err)
 		}
 		p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "text": text}
 		if threadID != 0 {
@@ -188,12 +194,12 @@ func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, grou
 		if markup != "" {
 			p["reply_markup"] = markup
 		}
-		_, err := s.api.call(ctx, "sendMessage", p)
+		res, err := s.api.call(ctx, "sendMessage", p)
 		if err == nil {
-			return nil
+			return messageID(res), nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("telegram send: %w", ctx.Err())
+			return 0, fmt.Errorf("telegram send: %w", ctx.Err())
 		}
 		te, isAPI := apiError(err)
 		switch {
@@ -217,20 +223,20 @@ func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, grou
 		case isAPI && te.Code < 500:
 			// 400, 403 (blocked, kicked): retrying cannot help.
 			s.log.Error().Int64("chatId", chatID).Int("code", te.Code).Str("description", te.Message).Msg("telegram refused the message")
-			return fmt.Errorf("telegram refused the message (%d): %s", te.Code, te.Message)
+			return 0, fmt.Errorf("telegram refused the message (%d): %s", te.Code, te.Message)
 		default: // 5xx, network
 			if attempt >= s.limits.MaxAttempts {
-				return fmt.Errorf("telegram send failed after %d attempts: %w", attempt, err)
+				return 0, fmt.Errorf("telegram send failed after %d attempts: %w", attempt, err)
 			}
 			wait := adapters.Jitter(s.limits.RetryBase << (attempt - 1))
 			s.log.Warn().Err(err).Int64("chatId", chatID).Dur("wait", wait).Msg("telegram send failed; retrying")
 			if !adapters.SleepCtx(ctx, wait) {
-				return fmt.Errorf("telegram send: %w", ctx.Err())
+				return 0, fmt.Errorf("telegram send: %w", ctx.Err())
 			}
 			continue
 		}
 		if attempt >= s.limits.MaxAttempts+2 {
-			return fmt.Errorf("telegram send gave up after %d attempts: %w", attempt, err)
+			return 0, fmt.Errorf("telegram send gave up after %d attempts: %w", attempt, err)
 		}
 	}
 }

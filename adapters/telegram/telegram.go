@@ -48,6 +48,12 @@ type Options struct {
 	// note goes out, so short waits stay quiet. 0 → 3 s.
 	BusyAfter time.Duration
 	ParseMode string
+	// Streaming shows replies while the model writes them (drafts in
+	// private chats, edits elsewhere).
+	Streaming bool
+	// StreamInterval is the least time between two updates of a reply
+	// being written. 0 → DefaultStreamInterval.
+	StreamInterval time.Duration
 	// CacheDir keeps the update offset and downloads (.ship/.cache/telegram).
 	CacheDir    string
 	PollTimeout time.Duration // 0 → 25 s
@@ -96,6 +102,7 @@ func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Ada
 		AllowedUserIDs: tc.AllowedUserIDs,
 		BusyNote:       tc.BusyNote == nil || *tc.BusyNote,
 		ParseMode:      tc.ParseMode,
+		Streaming:      tc.Streaming != "off",
 		CacheDir:       cfg.StatePath(".cache", "telegram"),
 		Host:           host,
 		Logger:         log,
@@ -125,6 +132,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.WebhookSecret == "" {
 		opts.WebhookSecret = randomSecret()
+	}
+	if opts.StreamInterval <= 0 {
+		opts.StreamInterval = DefaultStreamInterval
 	}
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = 25 * time.Second

@@ -34,6 +34,12 @@ const approvalTools = `{
 // would edit it.
 func setTools(t *testing.T, dir, tools string) {
 	t.Helper()
+	setConfig(t, dir, "tools", tools)
+}
+
+// setConfig puts section key of ship.json, as a user would edit it.
+func setConfig(t *testing.T, dir, key, section string) {
+	t.Helper()
 	path := filepath.Join(dir, "ship.json")
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -43,7 +49,7 @@ func setTools(t *testing.T, dir, tools string) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["tools"] = json.RawMessage(tools)
+	doc[key] = json.RawMessage(section)
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +85,7 @@ func TestE2EApprovalInATelegramTopic(t *testing.T) {
 		t.Helper()
 		var found faketelegram.Sent
 		if err := tg.Wait(ctx, func() bool {
-			for _, s := range tg.Sent() {
+			for _, s := range tg.Shown() {
 				if ok(s) {
 					found = s
 					return true
@@ -87,7 +93,7 @@ func TestE2EApprovalInATelegramTopic(t *testing.T) {
 			}
 			return false
 		}); err != nil {
-			t.Fatalf("waiting for %s: %v; sent: %+v", what, err, tg.Sent())
+			t.Fatalf("waiting for %s: %v; sent: %+v", what, err, tg.Shown())
 		}
 		return found
 	}
@@ -150,7 +156,7 @@ func TestE2EApprovalInATelegramTopic(t *testing.T) {
 		t.Errorf("second tap answered %q", got)
 	}
 	ran := 0
-	for _, s := range tg.Sent() {
+	for _, s := range tg.Shown() {
 		if strings.Contains(s.Text, `e2e-approved\n`) {
 			ran++
 		}
@@ -176,7 +182,7 @@ func TestE2EApprovalInATelegramTopic(t *testing.T) {
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d", code)
 	}
-	for _, s := range tg.Sent() {
+	for _, s := range tg.Shown() {
 		if strings.Contains(s.Text, "e2e-too-late\\n") {
 			t.Errorf("an expired command ran: %q", s.Text)
 		}

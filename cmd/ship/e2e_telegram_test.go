@@ -30,13 +30,20 @@ func TestE2ETelegram(t *testing.T) {
 	}
 	tg.Push(tg.PrivateText(77, "ann", "hi from telegram"))
 	tg.Push(tg.TopicText(-100900, 5, 78, "bob", tg.Mention()+" hi from a topic"))
-	sent, err := tg.WaitSent(ctx, 2)
-	if err != nil {
-		t.Fatalf("waiting for replies: %v", err)
-	}
+	// The topic's reply is streamed: sent, then edited to its final text.
 	got := map[string]faketelegram.Sent{}
-	for _, s := range sent {
-		got[s.Text] = s
+	var sent []faketelegram.Sent
+	err = tg.Wait(ctx, func() bool {
+		sent = tg.Shown()
+		for _, s := range sent {
+			got[s.Text] = s
+		}
+		_, a := got["echo: hi from telegram"]
+		_, b := got["echo: hi from a topic"]
+		return a && b
+	})
+	if err != nil {
+		t.Fatalf("waiting for replies: %v; shown: %+v", err, sent)
 	}
 	if s, ok := got["echo: hi from telegram"]; !ok || s.ChatID != 77 {
 		t.Errorf("private reply missing: %+v", sent)

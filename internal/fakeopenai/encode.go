@@ -1,9 +1,11 @@
 package fakeopenai
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -117,7 +119,7 @@ func writeCompletion(w http.ResponseWriter, rp reply) {
 
 // writeStream answers a streamed request as server-sent events, flushing
 // after every chunk. Write errors (a client that went away) end the stream.
-func writeStream(w http.ResponseWriter, rp reply) {
+func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -136,7 +138,17 @@ func writeStream(w http.ResponseWriter, rp reply) {
 		}
 		return rc.Flush() == nil
 	}
+	pace := rp.resp.Pace
 	delta := func(d outDelta, finish *string) bool {
+		if pace.Every > 0 && finish == nil {
+			t := time.NewTimer(pace.Every)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return false
+			}
+		}
 		c := base
 		c.Choices = []chunkChoice{{Delta: d, FinishReason: finish}}
 		return send(c)
@@ -146,7 +158,11 @@ func writeStream(w http.ResponseWriter, rp reply) {
 	if !delta(outDelta{Role: "assistant", Content: &empty}, nil) {
 		return
 	}
-	for _, piece := range splitWords(rp.resp.Content, maxChunkText) {
+	pieces := splitWords(rp.resp.Content, maxChunkText)
+	if pace.Bytes > 0 {
+		pieces = splitBytes(rp.resp.Content, pace.Bytes)
+	}
+	for _, piece := range pieces {
 		if !delta(outDelta{Content: &piece}, nil) {
 			return
 		}
@@ -156,7 +172,11 @@ func writeStream(w http.ResponseWriter, rp reply) {
 		if !delta(outDelta{ToolCalls: []outToolCall{first}}, nil) {
 			return
 		}
-		for _, frag := range splitArguments(tc.Arguments) {
+		frags := splitArguments(tc.Arguments)
+		if pace.Bytes > 0 {
+			frags = splitBytes(tc.Arguments, pace.Bytes)
+		}
+		for _, frag := range frags {
 			part := outToolCall{Index: &i, Function: wireFunction{Arguments: frag}}
 			if !delta(outDelta{ToolCalls: []outToolCall{part}}, nil) {
 				return
@@ -290,6 +310,21 @@ func splitArguments(args string) []string {
 		}
 		out = append(out, args[:cut])
 		args = args[cut:]
+	}
+	return out
+}
+
+// splitBytes cuts s into pieces of about n bytes, on rune boundaries.
+func splitBytes(s string, n int) []string {
+	n = max(n, 1)
+	var out []string
+	for len(s) > 0 {
+		cut := min(n, len(s))
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
 	}
 	return out
 }

@@ -13,6 +13,7 @@ package fakeopenai
 import (
 	"encoding/json"
 	"slices"
+	"time"
 )
 
 // ToolCall is one function call, either requested by the model in a Response
@@ -133,6 +134,16 @@ type Response struct {
 	// PromptTokens and CompletionTokens are reported in usage; zero means a
 	// rough count (about four bytes per token).
 	PromptTokens, CompletionTokens int
+	// Pace, when set, makes a streamed answer come slowly, as from a real
+	// model: content and each tool call's arguments in pieces of
+	// Pace.Bytes (at least 1), with Pace.Every before each piece.
+	Pace Pace
+}
+
+// Pace is how fast a streamed answer is written (see Response.Pace).
+type Pace struct {
+	Bytes int
+	Every time.Duration
 }
 
 // Handler scripts the fake model: it is called once for every valid request,

@@ -1,6 +1,7 @@
 package fakeopenai
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -135,7 +136,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, rejected)
 		return
 	}
-	s.answer(w, r)
+	s.answer(req.Context(), w, r)
 }
 
 func (s *Server) checkAuth(req *http.Request) *apiError {
@@ -166,7 +167,7 @@ func redact(key string) string {
 }
 
 // answer runs the handler on a copy of r and writes its response.
-func (s *Server) answer(w http.ResponseWriter, r Request) {
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request) {
 	h := *s.handler.Load()
 	resp := h(r.clone())
 	prompt := promptTokens(r)
@@ -203,7 +204,7 @@ func (s *Server) answer(w http.ResponseWriter, r Request) {
 	}
 	rp.usage.TotalTokens = rp.usage.PromptTokens + rp.usage.CompletionTokens
 	if r.Stream {
-		writeStream(w, rp)
+		writeStream(ctx, w, rp)
 	} else {
 		writeCompletion(w, rp)
 	}

@@ -110,15 +110,17 @@ type Server struct {
 	calls  map[string]int
 	fails  map[string][]Failure
 
-	eventCh  chan struct{} // closed and replaced when anything is recorded (see Wait)
-	edits    []Edit
-	answers  []Answer
-	queries  map[string]*query // callback queries delivered or built, by id
-	querySeq int64
-	actions  []ChatAction
-	drafts   []Draft
-	asked    []string // allowed_updates as getUpdates or setWebhook last sent it
-	askedOK  bool     // whether the client ever sent allowed_updates
+	eventCh   chan struct{} // closed and replaced when anything is recorded (see Wait)
+	edits     []Edit
+	answers   []Answer
+	queries   map[string]*query // callback queries delivered or built, by id
+	querySeq  int64
+	actions   []ChatAction
+	drafts    []Draft
+	deletions []Deletion
+	failed    []Failed
+	asked     []string // allowed_updates as getUpdates or setWebhook last sent it
+	askedOK   bool     // whether the client ever sent allowed_updates
 
 	hookURL, hookSecret string
 	hookAllowed         []string
@@ -265,6 +267,20 @@ func (s *Server) FailNext(method string, n int, f Failure) {
 	for range n {
 		s.fails[key] = append(s.fails[key], f)
 	}
+}
+
+// Failed is a call answered with a failure injected by FailNext.
+type Failed struct {
+	Method  string // as requested
+	Failure Failure
+	At      time.Time // when it was answered
+}
+
+// Failures returns the calls answered with injected failures, oldest first.
+func (s *Server) Failures() []Failed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.failed)
 }
 
 // Webhook returns the url and secret_token that setWebhook last set; both

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const maxBody = 64 << 20
@@ -89,6 +90,7 @@ var methods = map[string]methodFunc{
 	"editmessagetext":        (*Server).editMessageText,
 	"editmessagereplymarkup": (*Server).editMessageReplyMarkup,
 	"sendmessagedraft":       (*Server).sendMessageDraft,
+	"deletemessage":          (*Server).deleteMessage,
 }
 
 func alwaysTrue(*Server, *request) (any, *apiError) { return true, nil }
@@ -132,6 +134,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.fails[key] = fs[1:]; len(fs) == 1 {
 			delete(s.fails, key)
 		}
+		s.failed = append(s.failed, Failed{Method: method, Failure: f, At: time.Now()})
+		broadcast(&s.eventCh)
 	}
 	s.mu.Unlock()
 

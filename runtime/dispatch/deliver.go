@@ -141,16 +141,37 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 	if !ok {
 		return Delivery{}, fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
 	}
+	live := LiveFromContext(ctx)
+	var stream ReplyStream
+	if live != nil {
+		stream = live.take(ctx, via)
+	}
 	if d.BeforeSend != nil {
 		if err := d.BeforeSend(ctx); err != nil {
+			if stream != nil {
+				d.abandon(ctx, stream)
+			}
 			return Delivery{}, fmt.Errorf("recording the reply before sending: %w", err)
 		}
 	}
+	if live != nil {
+		// The reply replaces "typing…"; an indicator renewed after it
+		// would say the bot is still at it.
+		live.replying(ctx)
+	}
 	var dl Delivery
 	var err error
-	if r, ok := disp.(Reporter); ok {
+	switch r, ok := disp.(Reporter); {
+	case stream != nil:
+		// The reply is in the chat already, growing: it is finished in
+		// place rather than sent again.
+		if dl, err = stream.Finish(ctx, text); err != nil {
+			d.abandon(ctx, stream)
+			err = fmt.Errorf("finishing a streamed reply: %w", err)
+		}
+	case ok:
 		dl, err = r.SendTextReport(ctx, req, text)
-	} else {
+	default:
 		err = disp.SendText(ctx, req, text)
 	}
 	noteSend(ctx, err)
@@ -190,6 +211,15 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 		zerolog.Ctx(ctx).Error().Err(err).Str("chatKey", req.ChatKey).Msg("logging delivered reply")
 	}
 	return dl, nil
+}
+
+// abandon takes a stream whose reply could not be finished out of the
+// chat: the model hears the delivery failed, and a half reply must not
+// stay as if it were the answer.
+func (d *Deliverer) abandon(ctx context.Context, rs ReplyStream) {
+	if err := rs.Abandon(ctx); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("removing a streamed reply that could not be finished")
+	}
 }
 
 // EventUndelivered marks the system entry LogUndelivered writes (meta.event).

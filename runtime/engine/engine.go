@@ -317,10 +317,14 @@ func (e *Engine) Recover(ctx context.Context) int {
 	queued := 0
 	for _, it := range e.recovered {
 		log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Request.MessageID).Logger()
+		e.clearTyping(it, log)
 		switch {
 		case it.Sends > 0:
 			e.ingress.Remember(it.ChatKey, it.Request.MessageID)
 			log.Warn().Msg("recovery: a reply may have gone out before the crash; not running this message again")
+			if len(it.Streamed) > 0 {
+				e.removeStreamed(it, log)
+			}
 			e.settle(it.ID, log)
 		case it.Attempts >= maxAttempts:
 			e.ingress.Remember(it.ChatKey, it.Request.MessageID)
@@ -350,4 +354,40 @@ func (e *Engine) settle(id string, log zerolog.Logger) {
 	if err := e.journal.Done(id); err != nil {
 		log.Error().Err(err).Msg("recovery: recording the end of a message")
 	}
+}
+
+// clearTyping takes down a typing indicator a crashed run left on the
+// message (a Feishu reaction), in the background: start-up does not wait
+// on a platform.
+func (e *Engine) clearTyping(it journal.Item, log zerolog.Logger) {
+	d, ok := e.registry.Lookup(it.Request.Channel)
+	tc, isCleaner := d.(dispatch.TypingCleaner)
+	if !ok || !isCleaner {
+		return
+	}
+	e.goBackground(func(ctx context.Context) {
+		if err := tc.ClearTyping(ctx, it.Request); err != nil {
+			log.Warn().Err(err).Msg("recovery: removing a typing indicator")
+		}
+	})
+}
+
+// removeStreamed takes out of the chat a reply that was being written when
+// ship stopped, of a run that is not run again (it had replied before): a
+// truncated reply must not stay as if it were the answer.
+func (e *Engine) removeStreamed(it journal.Item, log zerolog.Logger) {
+	d, _ := e.registry.Lookup(it.Request.Channel)
+	st, ok := d.(dispatch.Streamer)
+	if !ok {
+		return
+	}
+	e.goBackground(func(ctx context.Context) {
+		rs, ok := st.OpenStream(ctx, it.Request, it.Streamed)
+		if !ok {
+			return
+		}
+		if err := rs.Abandon(ctx); err != nil {
+			log.Warn().Err(err).Msg("recovery: removing an unfinished streamed reply")
+		}
+	})
 }

@@ -64,13 +64,23 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		ctx = context.WithValue(ctx, journaledRunKey{}, item.ID)
 	}
 
+	liveOpts := dispatch.LiveOptions{Resume: job.Streamed, Logger: log}
+	if journaled {
+		liveOpts.Visible = func(ids []string) error { return r.Journal.Streaming(item.ID, ids) }
+	}
+	live := dispatch.NewLive(ctx, r.Deliverer.Registry, job.Request, liveOpts)
+	ctx = dispatch.WithLive(ctx, live)
+
 	started := time.Now()
 	ev := newRunEvents(r.Events, item)
 	ev.started(job.Instructions)
 	if job.Notice != "" {
 		r.notice(ctx, job, log)
 	}
-	out := r.run(ctx, item, ev, log)
+	out := r.run(ctx, item, ev, live, log)
+	// A run cut short by shutdown leaves what it showed for its resumed
+	// run to take over.
+	live.Close(ctx, journaled && errors.Is(ctx.Err(), context.Canceled))
 	// A run cut short by shutdown stays pending: the next start resumes it
 	// (unless it had begun replying).
 	if journaled && !errors.Is(ctx.Err(), context.Canceled) {
@@ -116,7 +126,7 @@ func (r *Runner) reportUndelivered(ctx context.Context, err error, log zerolog.L
 
 // run runs the agent and the fallback. A panic in the run becomes a failed
 // outcome: one bad turn must not leave its caller waiting forever.
-func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runEvents, log zerolog.Logger) (out ingress.Outcome) {
+func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runEvents, live *dispatch.Live, log zerolog.Logger) (out ingress.Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error().Interface("panic", p).Str("stack", string(debug.Stack())).Msg("run panicked")
@@ -130,6 +140,12 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		Instructions: job.Instructions,
 		Preset:       job.Preset,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
+			switch step.Type {
+			case agent.StepToolCallDelta:
+				live.ToolCallDelta(ctx, step.Step, step.CallIndex, step.Tool, step.Text)
+			case agent.StepToolCall:
+				live.ToolCall(step.Step, step.Tool)
+			}
 			ev.step(ctx, step)
 			audit.step(ctx, step)
 			if job.OnStep != nil {

@@ -44,6 +44,10 @@ type Job struct {
 	// the sender ("scheduler:daily-report"); "" means Request's
 	// "channel:userId".
 	Identity string
+	// Streamed is what an interrupted attempt of this run left in the
+	// chat of a reply being written (journal.Item.Streamed): the run
+	// takes those messages over instead of sending new ones.
+	Streamed []string
 }
 
 // Outcome is how a queued message ended.
@@ -292,6 +296,7 @@ func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
 	}
 	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
 		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
+		Streamed: it.Streamed,
 	}})
 	if err != nil {
 		return fmt.Errorf("queueing an interrupted message: %w", err)

@@ -63,6 +63,11 @@ type Item struct {
 	Tools policy.Narrowing `json:"tools,omitzero"`
 	// Identity is who the run acts for, when not the sender.
 	Identity string `json:"identity,omitempty"`
+	// Streamed holds the ids of the messages of a reply that was being
+	// shown while written and not yet finished (no send intent since):
+	// a resumed run takes them over, and a run that is not resumed has
+	// them removed, so no truncated reply stays in the chat.
+	Streamed []string `json:"streamed,omitempty"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one
@@ -71,9 +76,11 @@ type Item struct {
 }
 
 type journalRecord struct {
-	Op   string `json:"op"` // add | start | send | done
+	Op   string `json:"op"` // add | start | stream | send | done
 	ID   string `json:"id"`
 	Item *Item  `json:"item,omitempty"`
+	// Visible is a stream record's message ids.
+	Visible []string `json:"visible,omitempty"`
 }
 
 // journalCompactBytes is the size past which the file is rewritten with
@@ -138,9 +145,14 @@ func (j *Journal) apply(r journalRecord) {
 		if it := j.pending[r.ID]; it != nil {
 			it.Attempts++
 		}
+	case "stream":
+		if it := j.pending[r.ID]; it != nil {
+			it.Streamed = r.Visible
+		}
 	case "send":
 		if it := j.pending[r.ID]; it != nil {
 			it.Sends++
+			it.Streamed = nil // the send finishes the streamed reply
 		}
 	case "done":
 		delete(j.pending, r.ID)
@@ -205,6 +217,12 @@ func (j *Journal) Start(id string) error { return j.write(journalRecord{Op: "sta
 
 // Sending records, durably, that a reply is about to go out.
 func (j *Journal) Sending(id string) error { return j.write(journalRecord{Op: "send", ID: id}, true) }
+
+// Streaming records, durably, the messages a reply being written shows in
+// the chat so far (see Item.Streamed).
+func (j *Journal) Streaming(id string, visible []string) error {
+	return j.write(journalRecord{Op: "stream", ID: id, Visible: visible}, true)
+}
 
 // Done records that an item finished, however it ended.
 func (j *Journal) Done(id string) error { return j.write(journalRecord{Op: "done", ID: id}, false) }

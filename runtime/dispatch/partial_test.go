@@ -1,13 +1,13 @@
-package engine
+package dispatch
 
 import "testing"
 
-func TestPartialTextFieldDecodesWhatHasArrived(t *testing.T) {
+func TestPartialTextDecodesWhatHasArrived(t *testing.T) {
 	full := `{"text":"héllo \"world\"\n\u00e9 \ud83d\ude00 end"}`
 	want := "héllo \"world\"\n\u00e9 \U0001F600 end"
 	// Every prefix decodes to a prefix of the final text, never garbage.
 	for i := 0; i <= len(full); i++ {
-		got, ok := partialTextField(full[:i])
+		got, ok := PartialText(full[:i])
 		if !ok {
 			continue
 		}
@@ -15,11 +15,11 @@ func TestPartialTextFieldDecodesWhatHasArrived(t *testing.T) {
 			t.Fatalf("prefix %q decoded to %q, not a prefix of %q", full[:i], got, want)
 		}
 	}
-	if got, _ := partialTextField(full); got != want {
+	if got, _ := PartialText(full); got != want {
 		t.Errorf("full: %q, want %q", got, want)
 	}
 	for _, s := range []string{``, `{`, `{"tex`, `{"text"`, `{"text":`, `{"other":"x"}`} {
-		if got, _ := partialTextField(s); got != "" {
+		if got, _ := PartialText(s); got != "" {
 			t.Errorf("%q decoded to %q", s, got)
 		}
 	}
@@ -30,6 +30,6 @@ func FuzzPartialTextField(f *testing.F) {
 	f.Add(`{"text" : "\u12`)
 	f.Add(`{"text":"\`)
 	f.Fuzz(func(t *testing.T, s string) {
-		partialTextField(s) // must not panic on any input
+		PartialText(s) // must not panic on any input
 	})
 }

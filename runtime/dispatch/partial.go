@@ -1,0 +1,89 @@
+package dispatch
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// PartialText decodes as much of the "text" string of a JSON object
+// as has arrived, so a reply can be shown while it is being written.
+func PartialText(s string) (string, bool) {
+	i := strings.Index(s, `"text"`)
+	if i < 0 {
+		return "", false
+	}
+	rest := strings.TrimLeft(s[i+len(`"text"`):], " \t\r\n")
+	if !strings.HasPrefix(rest, ":") {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest[1:], " \t\r\n")
+	if !strings.HasPrefix(rest, `"`) {
+		return "", false
+	}
+	var b strings.Builder
+	for j := 1; j < len(rest); {
+		c := rest[j]
+		switch {
+		case c == '"':
+			return b.String(), true
+		case c == '\\':
+			if j+1 >= len(rest) {
+				return b.String(), true
+			}
+			esc := rest[j+1]
+			if esc == 'u' {
+				if j+6 > len(rest) {
+					return b.String(), true
+				}
+				var r rune
+				if _, err := fmt.Sscanf(rest[j+2:j+6], "%04x", &r); err != nil {
+					return b.String(), true
+				}
+				j += 6
+				if utf16.IsSurrogate(r) {
+					if j+6 > len(rest) {
+						return b.String(), true
+					}
+					var r2 rune
+					if rest[j] == '\\' && rest[j+1] == 'u' {
+						if _, err := fmt.Sscanf(rest[j+2:j+6], "%04x", &r2); err == nil {
+							r = utf16.DecodeRune(r, r2)
+							j += 6
+						}
+					}
+				}
+				b.WriteRune(r)
+				continue
+			}
+			b.WriteByte(unescape(esc))
+			j += 2
+		default:
+			r, size := utf8.DecodeRuneInString(rest[j:])
+			if r == utf8.RuneError && size < 2 && !utf8.FullRuneInString(rest[j:]) {
+				return b.String(), true
+			}
+			b.WriteString(rest[j : j+size])
+			j += size
+		}
+	}
+	return b.String(), true
+}
+
+// unescape returns the byte a one-letter JSON escape stands for.
+func unescape(esc byte) byte {
+	switch esc {
+	case 'n':
+		return '\n'
+	case 't':
+		return '\t'
+	case 'r':
+		return '\r'
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	}
+	return esc // \" \\ \/
+}
