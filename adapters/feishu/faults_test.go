@@ -14,6 +14,14 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
+// noTyping refuses the next run's Typing reaction before its token is
+// looked at (a missing permission), so that the reply is the only call that
+// meets the expired token: the typing call, running beside it, would
+// otherwise fetch the new token first, or fetch one of its own.
+func noTyping(e *env) {
+	e.lk.FailNext(fakelark.PathReactionCreate, 1, 231002, "no permission to react")
+}
+
 // A peer lost every reply two hours after start: the SDK kept sending an
 // expired token. Here the token expires between two messages.
 func TestExpiredTokenIsRefreshedAndTheReplyStillArrives(t *testing.T) {
@@ -22,6 +30,7 @@ func TestExpiredTokenIsRefreshedAndTheReplyStillArrives(t *testing.T) {
 	e.waitSent(1)
 	issued := e.lk.TokensIssued()
 	e.lk.ExpireTokens()
+	noTyping(e)
 	e.push(e.lk.P2PText("oc_t", "ou_ann", "after"))
 	if got := e.waitSent(2)[1].Text; got != "echo: after" {
 		t.Fatalf("reply after expiry %q", got)
@@ -47,6 +56,7 @@ func TestRevokedTokenAnswered99991668IsRefreshedAndTheReplyStillArrives(t *testi
 	e.waitSent(1)
 	issued, calls := e.lk.TokensIssued(), e.lk.Calls(fakelark.PathCreate)
 	e.lk.RevokeTokens()
+	noTyping(e)
 	e.push(e.lk.P2PText("oc_v", "ou_ann", "after"))
 	e.idle() // the message is queued before the ack
 	if sent := e.lk.Sent(); len(sent) != 2 || sent[1].Text != "echo: after" {

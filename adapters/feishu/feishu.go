@@ -114,6 +114,7 @@ type Adapter struct {
 	intake  *adapters.Intake
 	allowC  adapters.Allowlist[string]
 	allowU  adapters.Allowlist[string]
+	typing  typingBook // typing.go
 
 	mu     sync.RWMutex
 	botID  string // the bot's open_id, once known

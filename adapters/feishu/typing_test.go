@@ -1,7 +1,9 @@
 package feishu_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shipmyagent/ship/adapters/feishu"
@@ -84,5 +86,48 @@ func TestClearTypingRemovesTheBotsLeftover(t *testing.T) {
 	}
 	if err := e2.adapter.ClearTyping(e2.ctx(), req); err != nil {
 		t.Errorf("a second clean-up: %v", err)
+	}
+}
+
+// At start-up the engine clears a crashed run's reaction while the message
+// runs again: the new run's reaction survives the clean-up (Feishu may
+// hand it the leftover one), and its stop removes it.
+func TestClearTypingSparesTheRunningTypist(t *testing.T) {
+	e := newEnv(t, setup{noStart: true})
+	ev := e.lk.P2PText("oc_tr", "ou_ann", "again")
+	req := trigger(e, ev)
+	e.lk.React(ev.MessageID, feishu.TypingEmoji, "app", e.lk.AppID()) // the crashed process's
+	stop := e.adapter.StartTyping(e.ctx(), req)
+	// The add is under way (the worse order: it gets the leftover back).
+	e.waitFor("the typist's add", func() bool { return e.lk.Calls(fakelark.PathReactionCreate) == 1 })
+	if err := e.adapter.ClearTyping(e.ctx(), req); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReactions(ev.MessageID, "the running typist's reaction", func(rs []fakelark.Reaction) bool {
+		return typingBy(rs, "app", e.lk.AppID())
+	})
+	stop(e.ctx())
+	if rs := e.lk.Reactions(ev.MessageID); len(rs) != 0 {
+		t.Errorf("reactions left: %+v", rs)
+	}
+	if strings.Contains(e.logs.String(), "typing reaction not removed") {
+		t.Error("the typist's reaction was taken by the clean-up")
+	}
+}
+
+// A stop whose context is already done still takes the reaction off, once
+// it is on.
+func TestTypingStoppedEarlyIsStillRemoved(t *testing.T) {
+	e := newEnv(t, setup{noStart: true})
+	ev := e.lk.P2PText("oc_ts", "ou_ann", "quick")
+	req := trigger(e, ev)
+	done, cancel := context.WithCancel(e.ctx())
+	cancel()
+	e.adapter.StartTyping(e.ctx(), req)(done)
+	if err := e.lk.Wait(e.ctx(), func() bool {
+		h := e.lk.ReactionHistory(ev.MessageID)
+		return len(h) == 1 && !h[0].Removed.IsZero()
+	}); err != nil {
+		t.Fatalf("the reaction was not removed: %+v", e.lk.ReactionHistory(ev.MessageID))
 	}
 }

@@ -40,12 +40,11 @@ func TestE2EFeishu(t *testing.T) {
 	if ack, err := lk.PushEvent(ctx, lk.P2PText("oc_p2p_e2e", "ou_ann", "hi from feishu")); err != nil || ack.Code != http.StatusOK {
 		t.Fatalf("p2p event: ack %d %s, %v", ack.Code, ack.Payload, err)
 	}
-	sent, err := lk.WaitSent(ctx, 1)
-	if err != nil {
-		t.Fatalf("waiting for the p2p reply: %v", err)
-	}
-	if s := sent[0]; s.Path != fakelark.PathCreate || s.ChatID != "oc_p2p_e2e" || s.Text != "echo: hi from feishu" {
-		t.Errorf("p2p reply %+v, want \"echo: hi from feishu\" created in oc_p2p_e2e", s)
+	// Replies are streamed (adapters.feishu.streaming is "auto"): a card
+	// that ends showing the reply.
+	shown := waitChat(ctx, t, lk, "oc_p2p_e2e", showsText("echo: hi from feishu"))
+	if len(shown) != 1 || shown[0].ReplyTo != "" || lk.Sent()[0].Path != fakelark.PathCreate {
+		t.Errorf("p2p chat shows %+v, want \"echo: hi from feishu\" created in oc_p2p_e2e", shown)
 	}
 
 	// A group message that @-mentions the bot: the answer replies to it.
@@ -53,13 +52,9 @@ func TestE2EFeishu(t *testing.T) {
 	if ack, err := lk.PushEvent(ctx, trigger); err != nil || ack.Code != http.StatusOK {
 		t.Fatalf("group event: ack %d %s, %v", ack.Code, ack.Payload, err)
 	}
-	sent, err = lk.WaitSent(ctx, 2)
-	if err != nil {
-		t.Fatalf("waiting for the group reply: %v", err)
-	}
-	if s := sent[1]; s.Path != fakelark.PathReply || s.ReplyTo != trigger.MessageID || s.ChatID != "oc_group_e2e" ||
-		s.Text != "echo: hi from a group" {
-		t.Errorf("group reply %+v, want \"echo: hi from a group\" replying to %s", s, trigger.MessageID)
+	shown = waitChat(ctx, t, lk, "oc_group_e2e", showsText("echo: hi from a group"))
+	if len(shown) != 1 || shown[0].ReplyTo != trigger.MessageID {
+		t.Errorf("group chat shows %+v, want \"echo: hi from a group\" replying to %s", shown, trigger.MessageID)
 	}
 
 	eventually(t, "/api/status listing feishu as running", func() bool {
@@ -130,13 +125,7 @@ func TestE2EFeishuWebhookNeedsEncryptKey(t *testing.T) {
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("genuine call: %d %s, %v; want 200", status, body, err)
 	}
-	sent, err := lk.WaitSent(ctx, 1)
-	if err != nil {
-		t.Fatalf("waiting for the webhook reply: %v", err)
-	}
-	if s := sent[0]; s.ChatID != "oc_hook_e2e" || s.Text != "echo: hi from a webhook" {
-		t.Errorf("webhook reply %+v, want \"echo: hi from a webhook\" in oc_hook_e2e", s)
-	}
+	waitChat(ctx, t, lk, "oc_hook_e2e", showsText("echo: hi from a webhook"))
 	if n := len(lk.Sent()); n != 1 {
 		t.Errorf("%d messages sent, want only the genuine call's reply: %+v", n, lk.Sent())
 	}

@@ -52,6 +52,7 @@ type editState struct {
 	deleted   map[string]bool
 	order     []string              // deleted ids, in the order deleted
 	reactions map[string][]Reaction // message id → reactions now on it
+	history   []Reaction            // every reaction added, Removed set once deleted
 	changed   chan struct{}         // closed and replaced on every edit or reaction change
 }
 
@@ -325,3 +326,26 @@ func (s *Server) routesEdits(mux *http.ServeMux) {
 
 // millis renders t as the API's millisecond timestamps.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// Wait returns once cond holds. cond is called without the fake's lock (it
+// may call Chat, Updates, Reactions…), first at once and then after every
+// recorded send, update, deletion and reaction change. On ctx expiry (or
+// Close) it returns ctx.Err() (or ErrClosed).
+func (s *Server) Wait(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		sent, changed := s.sentCh, s.changedLocked()
+		s.mu.Unlock()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-sent:
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return ErrClosed
+		}
+	}
+}

@@ -142,4 +142,8 @@ func TestReactionsAreAddedListedAndDeleted(t *testing.T) {
 	if rs := s.Reactions(ev.MessageID); len(rs) != 25 {
 		t.Errorf("%d reactions left, want the users' 25", len(rs))
 	}
+	h := s.ReactionHistory(ev.MessageID)
+	if len(h) != 26 || h[25].ReactionID != mine || h[25].Removed.IsZero() || !h[0].Removed.IsZero() {
+		t.Errorf("history: %d reactions, the app's removed at %v", len(h), h[len(h)-1].Removed)
+	}
 }

@@ -35,6 +35,7 @@ type Reaction struct {
 	OperatorType string // "app" or "user"
 	OperatorID   string // the app id for "app", the open_id for "user"
 	At           time.Time
+	Removed      time.Time // ReactionHistory: when it was deleted (zero: still on)
 }
 
 // Reactions returns the reactions now on messageID, oldest first.
@@ -42,6 +43,20 @@ func (s *Server) Reactions(messageID string) []Reaction {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.edits.reactions[messageID])
+}
+
+// ReactionHistory returns every reaction ever put on messageID, in the
+// order they were added, the deleted ones with the time they went.
+func (s *Server) ReactionHistory(messageID string) []Reaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Reaction
+	for _, r := range s.edits.history {
+		if r.MessageID == messageID {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // WaitReactions returns the reactions on messageID once cond holds for
@@ -76,6 +91,7 @@ func (s *Server) reactLocked(messageID, emojiType, operatorType, operatorID stri
 		s.edits.reactions = map[string][]Reaction{}
 	}
 	s.edits.reactions[messageID] = append(s.edits.reactions[messageID], r)
+	s.edits.history = append(s.edits.history, r)
 	s.noteChangeLocked()
 	return r
 }
@@ -200,6 +216,11 @@ func (s *Server) deleteReaction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.edits.reactions[id] = slices.Delete(slices.Clone(list), i, i+1)
+	for h := range s.edits.history {
+		if s.edits.history[h].ReactionID == rid {
+			s.edits.history[h].Removed = time.Now()
+		}
+	}
 	s.noteChangeLocked()
 	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success", "data": reactionJSON(re)})
 }
