@@ -19,6 +19,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -63,6 +64,9 @@ type Item struct {
 	Tools policy.Narrowing `json:"tools,omitzero"`
 	// Identity is who the run acts for, when not the sender.
 	Identity string `json:"identity,omitempty"`
+	// LLM is the model and call options the request asked for: a resumed
+	// run answers with the same.
+	LLM llm.Override `json:"llm,omitzero"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one
