@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // DefaultName names the model every chat starts with: the top-level llm
@@ -102,7 +103,8 @@ func (c Config) ValidateModels() error {
 			}
 		}
 		if e.APIKey == "" && !isLoopback(e.BaseURL) {
-			return fmt.Errorf("%w: %s.apiKey is empty: set it, e.g. \"apiKey\": \"${DEEPSEEK_API_KEY}\" (the environment variable must be set)", ErrBadModelEntry, where)
+			env := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(n.Name)) + "_API_KEY"
+			return fmt.Errorf("%w: %s.apiKey is empty: set it, e.g. \"apiKey\": \"${%s}\" with %s set in the environment or .env", ErrBadModelEntry, where, env, env)
 		}
 		if e.MaxTokens < 1 || e.MaxTokens > MaxMaxTokens {
 			return fmt.Errorf("%w: %s.maxTokens is %d; it must be between 1 and %d", ErrBadModelEntry, where, e.MaxTokens, MaxMaxTokens)
