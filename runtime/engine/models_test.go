@@ -223,44 +223,45 @@ func deref(p *float64) any {
 	return *p
 }
 
-// A run interrupted by a stop is resumed at the next start with the model
-// and options its request asked for.
+// A message still waiting when ship stops is run at the next start with
+// the model and options its request asked for.
 func TestRequestModelSurvivesResume(t *testing.T) {
 	dir := t.TempDir()
 	release := make(chan struct{})
 	defer close(release)
 	entered := make(chan struct{}, 1)
 	h := newHarness(t, harnessOptions{dir: dir, journal: true, models: fastModel, handler: func(r fakeopenai.Request) fakeopenai.Response {
-		select {
-		case entered <- struct{}{}:
-		default:
+		if r.LastUser() == "blocker" {
+			entered <- struct{}{}
+			<-release
 		}
-		<-release
 		return fakeopenai.EchoChatSend(r)
 	}})
+	h.send("9", "z1", "blocker")
+	<-entered
 	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("1"),
-		Message: ingress.IncomingChatMessage{ChatID: "1", Text: "interrupted", MessageID: "a1", UserID: "u1", ChatType: "private"},
+		Message: ingress.IncomingChatMessage{ChatID: "1", Text: "queued", MessageID: "a1", UserID: "u1", ChatType: "private"},
 		LLM:     llm.Override{Model: "fast", CallOptions: llm.CallOptions{Temperature: ptr(1.25)}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-entered
 	stop, cancel := context.WithCancel(context.Background())
-	cancel() // no time to finish: the run is cut short and stays pending
+	cancel() // no time to finish: the queued message stays in the journal
 	_, _ = h.engine.Close(stop)
+	if _, ok := h.lastRequest("queued"); ok {
+		t.Fatal("the queued message ran before the stop")
+	}
 
 	h2 := newHarness(t, harnessOptions{dir: dir, journal: true, models: fastModel})
-	if n := h2.engine.Recover(context.Background()); n != 1 {
-		t.Fatalf("recovered %d runs, want 1", n)
-	}
+	h2.engine.Recover(context.Background())
 	h2.waitIdle()
-	r, ok := h2.lastRequest("interrupted")
+	r, ok := h2.lastRequest("queued")
 	if !ok || r.Model != "fast-model" || deref(r.Temperature) != 1.25 {
-		t.Fatalf("the resumed run got model %s, temperature %v; want fast-model, 1.25", r.Model, deref(r.Temperature))
+		t.Fatalf("the resumed run got model %q, temperature %v; want fast-model, 1.25", r.Model, deref(r.Temperature))
 	}
-	if got := h2.out.texts(chatKeyOf("1")); len(got) != 1 {
+	if got := h2.out.texts(chatKeyOf("1")); len(got) != 1 || got[0] != "echo: queued" {
 		t.Errorf("replies after resume: %q", got)
 	}
 }
