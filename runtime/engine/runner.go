@@ -163,6 +163,13 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		log.Error().Err(err).Msg("run failed")
 	}
 	out = ingress.Outcome{Result: res, Err: err}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// Shutdown cut the run short: it stays pending and runs again at
+		// the next start. A fallback now could not be sent, yet its send
+		// intent would mark the message as answered.
+		log.Info().Msg("run stopped by shutdown; it resumes at the next start")
+		return out
+	}
 	sent, ferr := r.Deliverer.SendFinalOutputIfNeeded(ctx, res.Output, res.Delivered, log)
 	if ferr != nil {
 		log.Error().Err(ferr).Msg("final-output fallback failed")
