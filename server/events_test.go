@@ -364,7 +364,7 @@ func TestInspectionRoutes(t *testing.T) {
 		e.execute(map[string]any{"instructions": text, "chatId": "insp"})
 	}
 	models := e.get("/api/models").json(t)["models"].([]any)
-	if len(models) != 1 || models[0].(map[string]any)["model"] != "m" {
+	if len(models) != 2 || models[0].(map[string]any)["model"] != "m" {
 		t.Errorf("models = %v", models)
 	}
 	chats := e.get("/api/chats").json(t)["chats"].([]any)

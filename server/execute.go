@@ -85,6 +85,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			ChatType:  "api",
 		},
 		Tools: in.tools,
+		LLM:   in.llm,
 		OnDone: func(o ingress.Outcome) {
 			done <- runResult{outcome: o, replies: s.unregister(key, c)}
 		},

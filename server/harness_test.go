@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/server"
@@ -29,6 +30,9 @@ import (
 // hangGuard bounds every wait so a broken test fails instead of hanging; it
 // is never a timing assertion.
 const hangGuard = 30 * time.Second
+
+// testModelKey is the models' API key: it must never show in an answer.
+const testModelKey = "sk-server-test-key-1234"
 
 type setup struct {
 	handler  fakeopenai.Handler
@@ -68,7 +72,9 @@ func newEnv(t *testing.T, o setup) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Close)
-	model, err := openai.New(openai.WithBaseURL(fake.BaseURL()), openai.WithToken("k"), openai.WithModel("m"))
+	// Two models on the fake: "default" (model id m) and "fast" (m-fast).
+	cat, err := models.New(llm.Config{Provider: llm.ProviderOpenAI, Model: "m", BaseURL: fake.BaseURL(), APIKey: testModelKey,
+		Models: map[string]llm.Config{"fast": {Model: "m-fast"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +94,7 @@ func newEnv(t *testing.T, o setup) *env {
 		Tools:        tools.Default,
 		ChatsDir:     filepath.Join(dir, ".ship", "chats"),
 		Durability:   chat.DurabilityNone,
-		Model:        model,
+		Models:       cat,
 		AgentMDPath:  filepath.Join(dir, "Agent.md"),
 		Queue:        queue.Options{Capacity: o.capacity},
 		RetryBackoff: time.Millisecond,
@@ -108,7 +114,6 @@ func newEnv(t *testing.T, o setup) *env {
 		Started:  time.Now(),
 		Model:    "openai/m",
 		Adapters: o.adapters,
-		Models:   []server.ModelInfo{{Name: "test model", Provider: "openai", Model: "m"}},
 		Logger:   zerolog.New(logs),
 	}
 	if o.opts != nil {

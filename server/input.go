@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -33,6 +34,8 @@ type executeRequest struct {
 	// Tools narrows the tool policy for this run only (deny and
 	// requireApproval lists; it can never allow more).
 	Tools json.RawMessage `json:"tools"`
+	// LLMConfig picks a configured model and call options for this run.
+	LLMConfig *llmConfig `json:"llmConfig"`
 }
 
 // executeInput is a validated request.
@@ -43,6 +46,7 @@ type executeInput struct {
 	userID       string
 	messageID    string
 	tools        policy.Narrowing
+	llm          llm.Override
 }
 
 // inputError is a request the client must fix.
@@ -68,7 +72,12 @@ func (s *Server) readExecute(w http.ResponseWriter, r *http.Request) (executeInp
 	if ierr := decodeStrict(body, &req); ierr != nil {
 		return executeInput{}, ierr
 	}
-	return validateExecute(req, s.opts.MaxInstructionChars)
+	in, ierr := validateExecute(req, s.opts.MaxInstructionChars)
+	if ierr != nil {
+		return in, ierr
+	}
+	in.llm, ierr = s.checkLLMConfig(req.LLMConfig)
+	return in, ierr
 }
 
 // readBody reads a request body within the size limit, refusing invalid

@@ -10,21 +10,6 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
-// ModelInfo is one configured model (GET /api/models).
-type ModelInfo struct {
-	Name     string `json:"name"`
-	Provider string `json:"provider"`
-	Model    string `json:"model"`
-}
-
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	models := s.opts.Models
-	if models == nil {
-		models = []ModelInfo{}
-	}
-	writeJSON(w, r, http.StatusOK, map[string]any{"models": models})
-}
-
 type chatSummary struct {
 	ChatKey      string `json:"chatKey"`
 	LastActivity int64  `json:"lastActivity"` // ms since the epoch

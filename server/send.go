@@ -23,13 +23,6 @@ type sendRequest struct {
 	Tools json.RawMessage `json:"tools"`
 }
 
-type llmConfig struct {
-	Provider    string   `json:"provider"`
-	Model       string   `json:"model"`
-	TopP        *float64 `json:"topP"`
-	Temperature *float64 `json:"temperature"`
-}
-
 // handleSend takes a message and answers at once; the run's events arrive
 // on the SSE streams. userMessageId makes it idempotent: the same id again
 // (also after a restart) is "duplicate" and runs nothing. A rejected
@@ -56,6 +49,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		ChatKey: in.chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
 		Tools:   in.tools,
+		LLM:     in.llm,
 	})
 	status := "ok"
 	switch {
@@ -81,33 +75,16 @@ func (s *Server) validateSend(req sendRequest) (executeInput, *inputError) {
 	if n := utf8.RuneCountInString(*req.Message); n > s.opts.MaxInstructionChars {
 		return executeInput{}, invalid("message is %d characters, over the limit of %d", n, s.opts.MaxInstructionChars)
 	}
-	if c := req.LLMConfig; c != nil {
-		if c.Provider == "" || c.Model == "" {
-			return executeInput{}, invalid("llmConfig.provider and llmConfig.model must be non-empty strings")
-		}
-		if !s.hasModel(c.Provider, c.Model) {
-			return executeInput{}, invalid("llmConfig %s/%s is not configured on this server (GET /api/models lists what is)", c.Provider, c.Model)
-		}
-		if c.TopP != nil && (*c.TopP < 0 || *c.TopP > 1) {
-			return executeInput{}, invalid("llmConfig.topP must be between 0 and 1")
-		}
-		if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2) {
-			return executeInput{}, invalid("llmConfig.temperature must be between 0 and 2")
-		}
+	over, ierr := s.checkLLMConfig(req.LLMConfig)
+	if ierr != nil {
+		return executeInput{}, ierr
 	}
 	for _, id := range req.RelatedTaskIDs {
 		if ierr := checkID("relatedTaskIds", id); ierr != nil {
 			return executeInput{}, ierr
 		}
 	}
-	return validateExecute(executeRequest{Instructions: req.Message, ChatID: req.ChatID, UserID: req.UserID, MessageID: req.UserMessageID, Tools: req.Tools}, s.opts.MaxInstructionChars)
-}
-
-func (s *Server) hasModel(provider, model string) bool {
-	for _, m := range s.opts.Models {
-		if strings.EqualFold(m.Provider, provider) && m.Model == model {
-			return true
-		}
-	}
-	return false
+	in, ierr := validateExecute(executeRequest{Instructions: req.Message, ChatID: req.ChatID, UserID: req.UserID, MessageID: req.UserMessageID, Tools: req.Tools}, s.opts.MaxInstructionChars)
+	in.llm = over
+	return in, ierr
 }

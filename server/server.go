@@ -55,9 +55,6 @@ type Options struct {
 	// API token, so each handler checks its platform's own signature or
 	// secret.
 	Webhooks map[string]http.Handler
-	// Models are the configured models (GET /api/models; /api/send's
-	// llmConfig must name one).
-	Models []ModelInfo
 	// Tasks serves /api/tasks (the scheduler); nil lists none.
 	Tasks TaskService
 	// CORSOrigins may call the API from a browser ("*" for any); none by

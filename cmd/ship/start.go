@@ -22,6 +22,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/server"
 	"github.com/shipmyagent/ship/tools"
@@ -104,7 +105,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	}
 	defer closeLog()
 
-	model, err := llm.New(cfg.LLM)
+	catalog, err := models.New(cfg.LLM)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		ChatsDir:      cfg.StatePath("chats"),
 		JournalPath:   cfg.StatePath("pending.jsonl"),
 		Durability:    chat.Durability(cfg.Store.Durability),
-		Model:         model,
+		Models:        catalog,
 		AgentMDPath:   cfg.AgentMDPath(),
 		History: agent.HistoryLimits{
 			MaxChats: cfg.History.MaxChats, MaxMessages: cfg.History.MaxMessages, MaxChars: cfg.History.MaxChars,
@@ -154,6 +155,9 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		Logger: log,
 		// The skills, listed in every run's system prompt.
 		PromptSections: []func() string{skillPrompt},
+
+		// Each chat's /model choice; llm.switch says who may switch.
+		ModelChoicesPath: cfg.StatePath("models.json"), ModelSwitch: cfg.LLM.Switch,
 	})
 	if err != nil {
 		return err
@@ -172,7 +176,6 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		Engine: eng, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         mcpServers.status,
-		Models:      []server.ModelInfo{{Name: modelName, Provider: cfg.LLM.Provider, Model: cfg.LLM.Model}},
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,
 	})
 	if err != nil {

@@ -27,8 +27,8 @@ const HangGuard = 30 * time.Second
 // NewEngine wires the real core in dir/.ship (no fsync, so tests stay
 // fast) behind langchaingo's real OpenAI client talking to a loopback fake
 // model scripted by handler (nil: echo through chat_send). Both close with
-// the test.
-func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog.Logger) (*engine.Engine, *fakeopenai.Server) {
+// the test. tune, when given, adjusts the engine's options first.
+func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog.Logger, tune ...func(*engine.Options)) (*engine.Engine, *fakeopenai.Server) {
 	t.Helper()
 	model, err := fakeopenai.Start(handler)
 	if err != nil {
@@ -39,11 +39,15 @@ func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{
+	opts := engine.Options{
 		ChatsDir: filepath.Join(dir, ".ship", "chats"), Durability: chat.DurabilityNone,
 		Model: llm, ModelName: "fake/m", Tools: tools.Default, Logger: log, RetryBackoff: time.Millisecond,
 		ApprovalsPath: filepath.Join(dir, ".ship", "approvals.json"),
-	})
+	}
+	for _, f := range tune {
+		f(&opts)
+	}
+	eng, err := engine.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,9 @@ type reply struct {
 	usage   outUsage
 	// includeUsage adds the final usage chunk to a stream.
 	includeUsage bool
+	// firstPiece hears when a stream's first piece of text or arguments
+	// went out.
+	firstPiece func(time.Time)
 }
 
 func (rp reply) finishReason() string {
@@ -139,6 +142,7 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 		return rc.Flush() == nil
 	}
 	pace := rp.resp.Pace
+	first := true
 	delta := func(d outDelta, finish *string) bool {
 		if pace.Every > 0 && finish == nil {
 			t := time.NewTimer(pace.Every)
@@ -147,6 +151,13 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 			case <-t.C:
 			case <-ctx.Done():
 				return false
+			}
+		}
+		if first && finish == nil && (d.Content != nil && *d.Content != "" || len(d.ToolCalls) > 0 && d.ToolCalls[0].Function.Arguments != "") {
+			// Timed as it is written: from here on the client may act on it.
+			first = false
+			if rp.firstPiece != nil {
+				rp.firstPiece(time.Now())
 			}
 		}
 		c := base
@@ -162,8 +173,8 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	if pace.Bytes > 0 {
 		pieces = splitBytes(rp.resp.Content, pace.Bytes)
 	}
-	for _, piece := range pieces {
-		if !delta(outDelta{Content: &piece}, nil) {
+	for _, p := range pieces {
+		if !delta(outDelta{Content: &p}, nil) {
 			return
 		}
 	}

@@ -58,6 +58,10 @@ type Request struct {
 	Messages []Message
 	Tools    []Tool
 	Stream   bool
+	// Temperature and TopP are the sampling settings sent (nil: none).
+	Temperature, TopP *float64
+	// MaxTokens is max_completion_tokens, or the older max_tokens.
+	MaxTokens int
 	// Body is the raw request body.
 	Body []byte
 

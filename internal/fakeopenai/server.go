@@ -8,7 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +39,9 @@ type Server struct {
 	srv     *fakehttp.Server
 	log     fakehttp.Log[Request]
 	handler atomic.Pointer[Handler]
+
+	firstMu     sync.Mutex
+	firstPieces []time.Time
 
 	completions atomic.Int64 // numbers chatcmpl-<n>
 	calls       atomic.Int64 // numbers call_<n>
@@ -190,6 +195,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request) {
 		model:        r.Model,
 		resp:         resp,
 		includeUsage: r.includeUsage,
+		firstPiece:   s.noteFirstPiece,
 	}
 	if rp.model == "" {
 		rp.model = "fake"
@@ -208,4 +214,19 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request) {
 	} else {
 		writeCompletion(w, rp)
 	}
+}
+
+func (s *Server) noteFirstPiece(at time.Time) {
+	s.firstMu.Lock()
+	defer s.firstMu.Unlock()
+	s.firstPieces = append(s.firstPieces, at)
+}
+
+// FirstPieces returns when each streamed answer's first piece of text or
+// tool-call arguments was flushed to the client, oldest first: the model's
+// "first token", for latency measurements.
+func (s *Server) FirstPieces() []time.Time {
+	s.firstMu.Lock()
+	defer s.firstMu.Unlock()
+	return slices.Clone(s.firstPieces)
 }

@@ -35,6 +35,10 @@ type wireRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	Temperature         *float64 `json:"temperature"`
+	TopP                *float64 `json:"top_p"`
+	MaxTokens           int      `json:"max_tokens"`
+	MaxCompletionTokens int      `json:"max_completion_tokens"`
 }
 
 type wireMessage struct {
@@ -85,7 +89,8 @@ func decodeRequest(body []byte) (Request, *apiError, *apiError) {
 				"valid JSON. If you have trouble figuring out how to fix this, please contact us through our help " +
 				"center at help.openai.com.)"}, nil
 	}
-	r := Request{Model: w.Model, Stream: w.Stream, Body: body}
+	r := Request{Model: w.Model, Stream: w.Stream, Body: body, Temperature: w.Temperature, TopP: w.TopP,
+		MaxTokens: max(w.MaxCompletionTokens, w.MaxTokens)}
 	r.includeUsage = w.StreamOptions != nil && w.StreamOptions.IncludeUsage
 	for _, t := range w.Tools {
 		r.Tools = append(r.Tools, Tool{Name: t.Function.Name, Description: t.Function.Description,

@@ -275,7 +275,7 @@ func (l *loop) fail(err error) (AgentResult, error) {
 // shrinking the history on a context-length error. It returns the answer's
 // choices merged into one (see mergeChoices).
 func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, error) {
-	opts := []llms.CallOption{llms.WithTools(l.tools), llms.WithMaxTokens(l.r.opts.MaxTokens)}
+	opts := append([]llms.CallOption{llms.WithTools(l.tools)}, l.in.Call.Options(l.r.opts.MaxTokens)...)
 	if l.r.opts.Stream && l.in.OnStep != nil {
 		calls := toolCallStream{}
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
@@ -293,7 +293,7 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, err
 	}
 	transient := 0
 	for {
-		resp, err := l.r.opts.Model.GenerateContent(ctx, l.ec.snapshot(), opts...)
+		resp, err := l.model().GenerateContent(ctx, l.ec.snapshot(), opts...)
 		if err == nil {
 			if len(resp.Choices) == 0 {
 				return nil, errors.New("model returned no choices")
@@ -325,6 +325,14 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, err
 			return nil, err
 		}
 	}
+}
+
+// model is the model that answers this run.
+func (l *loop) model() llms.Model {
+	if l.in.Model != nil {
+		return l.in.Model
+	}
+	return l.r.opts.Model
 }
 
 // countUsage adds the token counts langchaingo reports in GenerationInfo:

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/llm"
 )
 
 // AgentRunInput is what a run needs: the chat and the user's text. Where the
@@ -20,6 +22,12 @@ type AgentRunInput struct {
 	OnStep func(ctx context.Context, ev StepEvent)
 	// Preset calls run before the model's first answer (an approved call).
 	Preset []PresetCall
+	// Model, when set, answers this run instead of Options.Model (the
+	// chat's /model choice, or the model an API request named).
+	Model llms.Model
+	// Call tunes this run's model calls (temperature, topP, maxTokens);
+	// its zero value keeps Options.MaxTokens and the model's defaults.
+	Call llm.CallOptions
 }
 
 // Step event types.

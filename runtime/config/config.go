@@ -404,6 +404,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: llm.maxTokens (LLM_MAX_TOKENS) is %d; it must be between 1 and %d (default %d)",
 			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
 	}
+	if err := c.validateModels(); err != nil {
+		return err
+	}
 	if err := c.Skills.validate(); err != nil {
 		return err
 	}

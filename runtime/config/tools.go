@@ -122,6 +122,7 @@ func (c Config) Secrets() []string {
 		a.Feishu.AppSecret, a.Feishu.EncryptKey, a.Feishu.VerificationToken,
 		a.QQ.AppSecret, a.QQ.WebhookSecret,
 	}
+	all = append(all, c.modelKeys()...)
 	out := all[:0]
 	for _, s := range all {
 		if s != "" {

@@ -26,9 +26,10 @@ type Live struct {
 
 	mu      sync.Mutex
 	resume  []string // left by an interrupted attempt, taken by the first stream
-	streams map[[2]int]*liveStream
-	calls   map[int]int // tool calls seen per step
-	current *[2]int     // the chat_send call running now, if streamed
+	streams map[[2]int]*liveStream // made on the first streamed reply
+	step    int                    // the step whose calls are counted
+	calls   int                    // tool calls seen in step
+	current [2]int                 // the chat_send call running now ({0,0}: none)
 	typing  func(context.Context)
 	closed  bool
 }
@@ -47,8 +48,7 @@ type LiveOptions struct {
 // NewLive returns the Live of a run answering req through reg. It starts
 // the platform's typing indicator at once, where there is one.
 func NewLive(ctx context.Context, reg *Registry, req RequestContext, opts LiveOptions) *Live {
-	l := &Live{req: req, log: opts.Logger, visible: opts.Visible, resume: opts.Resume,
-		streams: map[[2]int]*liveStream{}, calls: map[int]int{}}
+	l := &Live{req: req, log: opts.Logger, visible: opts.Visible, resume: opts.Resume}
 	if reg != nil && req.Channel != "" {
 		l.disp, _ = reg.Lookup(req.Channel)
 	}
@@ -79,12 +79,14 @@ func LiveFromContext(ctx context.Context) *Live {
 func (l *Live) ToolCall(step int, tool string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	idx := l.calls[step]
-	l.calls[step]++
-	l.current = nil
+	if step != l.step {
+		l.step, l.calls = step, 0
+	}
+	idx := l.calls
+	l.calls++
+	l.current = [2]int{}
 	if tool == ChatSendTool {
-		k := [2]int{step, idx}
-		l.current = &k
+		l.current = [2]int{step, idx}
 	}
 }
 
@@ -113,6 +115,9 @@ func (l *Live) ToolCallDelta(ctx context.Context, step, idx int, tool, args stri
 			return
 		}
 		s = newLiveStream(ctx, rs, l)
+		if l.streams == nil {
+			l.streams = map[[2]int]*liveStream{}
+		}
 		l.streams[k] = s
 	}
 	s.args += args
@@ -140,10 +145,10 @@ func (l *Live) take(ctx context.Context, via string) ReplyStream {
 	if l.closed {
 		return nil
 	}
-	if via == ViaChatSend && l.current != nil {
-		if s := l.streams[*l.current]; s != nil {
-			delete(l.streams, *l.current)
-			l.current = nil
+	if via == ViaChatSend && l.current != ([2]int{}) {
+		if s := l.streams[l.current]; s != nil {
+			delete(l.streams, l.current)
+			l.current = [2]int{}
 			return s.stop()
 		}
 	}
@@ -185,7 +190,7 @@ func (l *Live) Close(ctx context.Context, keep bool) {
 	for _, s := range l.streams {
 		open = append(open, s.stop())
 	}
-	l.streams = map[[2]int]*liveStream{}
+	l.streams = nil
 	resume := l.takeResumeLocked()
 	disp := l.disp
 	l.mu.Unlock()

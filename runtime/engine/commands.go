@@ -25,9 +25,12 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 		}
 		return "Just write to me (in groups: " + how + ").\n" +
 			"/status – queue and model\n" +
+			"/model – list the models; /model NAME switches this chat\n" +
 			"/clear – forget our recent conversation (the log is kept)\n" +
 			"/approve CODE, /deny CODE – answer a request to run a tool\n" +
 			"/help – this text", true
+	case "model", "models":
+		return e.modelCommand(ctx, args, req), true
 	case "status":
 		return e.status(req.ChatKey), true
 	case "approve", "deny":
@@ -48,7 +51,7 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 func (e *Engine) status(chatKey string) string {
 	st := e.queue.Stats()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Model: %s\nQueue: %d waiting, %d running", e.model, st.Waiting, st.Running)
+	fmt.Fprintf(&b, "Model: %s\nQueue: %d waiting, %d running", e.statusModel(chatKey), st.Waiting, st.Running)
 	for _, k := range st.RunningChatKeys {
 		if k == chatKey {
 			b.WriteString("\nThis chat: a message is being answered now")
@@ -65,4 +68,13 @@ func (e *Engine) status(chatKey string) string {
 	}
 	b.WriteString("\nThis chat: nothing waiting")
 	return b.String()
+}
+
+// statusModel is the model /status names: the chat's, as "name
+// (provider/model)" when several are configured.
+func (e *Engine) statusModel(chatKey string) string {
+	if len(e.picker.catalog.List()) == 1 && e.model != "" {
+		return e.model
+	}
+	return e.ChatModel(chatKey).Label()
 }

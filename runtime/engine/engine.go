@@ -22,6 +22,8 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
@@ -72,6 +74,17 @@ type Options struct {
 	// Redact hides known secret values in what the chat log keeps of tool
 	// calls; nil keeps the text.
 	Redact func(string) string
+	// Models are the configured models a chat may switch to (/model) and
+	// an API request may name; nil makes Model the only one. With Models,
+	// Model may be nil (the catalog's default answers).
+	Models *models.Catalog
+	// ModelChoicesPath, when set, keeps each chat's /model choice there
+	// (<project>/.ship/models.json), so it survives a restart.
+	ModelChoicesPath string
+	// ModelSwitch is who may switch a chat's model (llm.switch; "" is
+	// models.SwitchPrivate).
+	ModelSwitch string
+
 	Logger zerolog.Logger
 }
 
@@ -91,6 +104,9 @@ type Engine struct {
 
 	gov *governor
 
+	picker     *modelPicker
+	switchRule string // llm.switch
+
 	// bg owns the engine's own goroutines (the approval sweeper, notes);
 	// Close ends them.
 	bgCtx    context.Context
@@ -104,6 +120,22 @@ type Engine struct {
 
 // New opens the store and the journal and starts the queue's workers.
 func New(opts Options) (*Engine, error) {
+	cat := opts.Models
+	if cat == nil {
+		cat = models.Single(opts.Model, llm.Config{Model: opts.ModelName})
+	}
+	if opts.Model == nil {
+		opts.Model = cat.Default().LLM
+	}
+	switchRule, err := models.ParseSwitch(opts.ModelSwitch)
+	if err != nil {
+		return nil, fmt.Errorf("llm.switch: %w", err)
+	}
+	choices, err := models.OpenChoices(opts.ModelChoicesPath, cat, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	picker := &modelPicker{catalog: cat, choices: choices, log: opts.Logger}
 	store, err := chat.OpenStore(chat.StoreOptions{Dir: opts.ChatsDir, Durability: opts.Durability, SegmentBytes: opts.SegmentBytes})
 	if err != nil {
 		return nil, fmt.Errorf("opening chat store: %w", err)
@@ -170,7 +202,8 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("creating runtime: %w", err)
 	}
 	bus := events.NewBus(0)
-	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: jn, Redact: opts.Redact, Log: opts.Logger, gov: gov}
+	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: jn, Redact: opts.Redact, Log: opts.Logger, gov: gov,
+		picker: picker}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
 	q := queue.New(runner.Handle, qopts)
@@ -189,6 +222,7 @@ func New(opts Options) (*Engine, error) {
 		recovered: recovered,
 		gov:       gov,
 	}
+	e.picker, e.switchRule = picker, switchRule
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	var sweepCtx context.Context
 	sweepCtx, e.sweepCancel = context.WithCancel(e.bgCtx)

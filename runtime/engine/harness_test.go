@@ -21,6 +21,8 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/tools"
@@ -98,6 +100,11 @@ type harnessOptions struct {
 	exec    bool
 	secrets []string
 	logAll  bool // keep info lines in logs too
+	// models, when set, are llm.models beside the default (openai
+	// "fake-model" on the fake), each chat's choice kept in
+	// dir/.ship/models.json; modelSwitch is llm.switch.
+	models      map[string]llm.Config
+	modelSwitch string
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -141,6 +148,15 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		}
 		model = m
 	}
+	var cat *models.Catalog
+	choicesPath := ""
+	if o.models != nil {
+		c, err := models.New(llm.Config{Provider: llm.ProviderOpenAI, Model: "fake-model", BaseURL: h.fake.BaseURL(), APIKey: "test-key", Models: o.models})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat, choicesPath = c, filepath.Join(h.dir, ".ship", "models.json")
+	}
 	h.logs = &logbuf.Buffer{}
 	level := zerolog.WarnLevel
 	if o.logAll {
@@ -179,6 +195,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		JournalPath:   journalPath,
 		UserLimit:     o.userLimit,
 		Logger:        log,
+
+		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
@@ -173,5 +174,41 @@ func TestJournalIsSettledBeforeTheOutcomeIsReported(t *testing.T) {
 	}
 	if n := <-pendingAtDone; n != 0 {
 		t.Fatalf("%d journal items pending when OnDone ran, want 0", n)
+	}
+}
+
+// A run that shutdown cuts short is answered at the next start: it must
+// not count as answered because the fallback tried to reply on the way out.
+func TestRunStoppedByShutdownRunsAgain(t *testing.T) {
+	dir := t.TempDir()
+	release := make(chan struct{})
+	defer close(release)
+	entered := make(chan struct{}, 1)
+	h := newHarness(t, harnessOptions{dir: dir, journal: true, handler: func(r fakeopenai.Request) fakeopenai.Response {
+		if r.LastUser() == "long job" {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return fakeopenai.EchoChatSend(r)
+	}})
+	h.send("1", "j1", "long job")
+	<-entered
+	stop, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _ = h.engine.Close(stop)
+	if got := h.out.texts(chatKeyOf("1")); len(got) != 0 {
+		t.Fatalf("replies while stopping: %q", got)
+	}
+
+	h2 := newHarness(t, harnessOptions{dir: dir, journal: true})
+	if n := h2.engine.Recover(context.Background()); n != 1 {
+		t.Fatalf("recovered %d messages, want the interrupted one", n)
+	}
+	h2.waitIdle()
+	if got := h2.out.texts(chatKeyOf("1")); len(got) != 1 || got[0] != "echo: long job" {
+		t.Errorf("replies after the restart: %q, want the one answer", got)
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
 
@@ -31,7 +33,8 @@ type Runner struct {
 	Redact func(string) string
 	Log    zerolog.Logger
 
-	gov *governor // fixes each run's policy scope; nil in a bare Runner
+	gov    *governor    // fixes each run's policy scope; nil in a bare Runner
+	picker *modelPicker // picks each run's model; nil: the runtime's own
 }
 
 type journaledRunKey struct{}
@@ -135,7 +138,10 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	}()
 	job := item.Value
 	audit := newAudit(r.Deliverer.Store, r.Redact, job.Request)
+	model, call := r.pickModel(item.ChatKey, job, &log)
 	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
+		Model:        model,
+		Call:         call,
 		ChatKey:      item.ChatKey,
 		Instructions: job.Instructions,
 		Preset:       job.Preset,
@@ -157,6 +163,13 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		log.Error().Err(err).Msg("run failed")
 	}
 	out = ingress.Outcome{Result: res, Err: err}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// Shutdown cut the run short: it stays pending and runs again at
+		// the next start. A fallback now could not be sent, yet its send
+		// intent would mark the message as answered.
+		log.Info().Msg("run stopped by shutdown; it resumes at the next start")
+		return out
+	}
 	sent, ferr := r.Deliverer.SendFinalOutputIfNeeded(ctx, res.Output, res.Delivered, log)
 	if ferr != nil {
 		log.Error().Err(ferr).Msg("final-output fallback failed")
@@ -168,4 +181,15 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	log.Info().Bool("success", res.Success).Int("toolCalls", len(res.ToolCalls)).
 		Bool("delivered", res.Delivered).Bool("fallback", sent).Msg("run finished")
 	return out
+}
+
+// pickModel returns the model and call options of a run (nil and none
+// without a picker) and names the model in the run's log lines.
+func (r *Runner) pickModel(chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions) {
+	if r.picker == nil {
+		return nil, job.LLM.CallOptions
+	}
+	m, call := r.picker.forRun(chatKey, job.LLM, *log)
+	*log = log.With().Str("model", m.Name).Logger()
+	return m.LLM, call
 }

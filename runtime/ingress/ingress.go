@@ -15,6 +15,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
@@ -48,6 +49,9 @@ type Job struct {
 	// chat of a reply being written (journal.Item.Streamed): the run
 	// takes those messages over instead of sending new ones.
 	Streamed []string
+	// LLM is the model and call options the request asked for (the HTTP
+	// API's llmConfig); zero: the chat's model as configured.
+	LLM llm.Override
 }
 
 // Outcome is how a queued message ended.
@@ -149,8 +153,9 @@ type Submission struct {
 	// came from: a scheduled task is logged as channel "scheduler" in its
 	// target chat and answered through that chat's platform.
 	Route *dispatch.RequestContext
-	// Identity is handed to the Job (see there).
+	// Identity and LLM are handed to the Job (see there).
 	Identity string
+	LLM      llm.Override
 	// DeferSync is for channels whose acknowledgement is the answer itself
 	// (the HTTP API): the user entry's fsync is left to the reply's, and
 	// waited for before OnDone, so a turn costs one fsync instead of two.
@@ -213,7 +218,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			pending.Release()
 			pending = nil
 		}
-		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools, Identity: s.Identity}); err != nil {
+		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools, Identity: s.Identity, LLM: s.LLM}); err != nil {
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
@@ -233,7 +238,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 	}
 	t, err := in.queue.Enqueue(queue.Item[Job]{ID: s.ID, ChatKey: s.ChatKey, Value: Job{
 		Request: req, Instructions: s.Message.Text, OnDone: onDone, OnStep: s.OnStep, Journaled: journaled,
-		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools, Identity: s.Identity,
+		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools, Identity: s.Identity, LLM: s.LLM,
 	}})
 	if err != nil {
 		if pending != nil {
@@ -297,6 +302,7 @@ func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
 	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
 		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
 		Streamed: it.Streamed,
+		LLM:      it.LLM,
 	}})
 	if err != nil {
 		return fmt.Errorf("queueing an interrupted message: %w", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -68,6 +69,9 @@ type Item struct {
 	// a resumed run takes them over, and a run that is not resumed has
 	// them removed, so no truncated reply stays in the chat.
 	Streamed []string `json:"streamed,omitempty"`
+	// LLM is the model and call options the request asked for: a resumed
+	// run answers with the same.
+	LLM llm.Override `json:"llm,omitzero"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one

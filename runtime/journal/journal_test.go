@@ -119,3 +119,35 @@ func TestReopenKeepsTheOrderOfAcceptance(t *testing.T) {
 		}
 	}
 }
+
+// A reply being written when ship stopped comes back with the messages it
+// showed, twice over a reopen (compaction keeps them); a send intent
+// finishes it, so a later reply's messages are the only ones left.
+func TestStreamedMessagesSurviveUntilTheReplyIsSent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pending.jsonl")
+	j, _, err := journal.Open(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{j.Add(item("a")), j.Add(item("b")), j.Start("a"), j.Streaming("a", []string{"7"}),
+		j.Streaming("a", []string{"7", "8"}), j.Start("b"), j.Streaming("b", []string{"3"}), j.Sending("b"),
+		j.Streaming("b", []string{"4"})} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	for range 2 {
+		j, items, err := journal.Open(path, true)
+		if err != nil || len(items) != 2 {
+			t.Fatalf("reopen: %v, %d items", err, len(items))
+		}
+		if a := items[0]; fmt.Sprint(a.Streamed) != "[7 8]" || a.Sends != 0 {
+			t.Errorf("a: streamed %v, sends %d; want [7 8], 0 (to be taken over)", a.Streamed, a.Sends)
+		}
+		if b := items[1]; fmt.Sprint(b.Streamed) != "[4]" || b.Sends != 1 {
+			t.Errorf("b: streamed %v, sends %d; want [4] (a later reply, unfinished), 1", b.Streamed, b.Sends)
+		}
+		j.Close()
+	}
+}

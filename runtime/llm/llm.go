@@ -36,6 +36,16 @@ type Config struct {
 	// runtime sends it with every call (agent.Options.MaxTokens). 0 →
 	// DefaultMaxTokens.
 	MaxTokens int `json:"maxTokens,omitempty"`
+
+	// Models are more models, by name, that a chat may switch to (/model
+	// NAME) or an API request may name (llmConfig.model). This config
+	// itself is the model every chat starts with, named DefaultName. An
+	// entry without a provider takes provider, baseUrl and apiKey from
+	// here; see Entries.
+	Models map[string]Config `json:"models,omitempty"`
+	// Switch says who may switch a chat's model with /model: "private"
+	// (default), "approvers", "anyone" or "off" (see package models).
+	Switch string `json:"switch,omitempty"`
 }
 
 // Answer length bounds. Without a max_tokens of its own langchaingo asks
@@ -143,15 +153,17 @@ func New(c Config) (llms.Model, error) {
 			// insists on one.
 			key = "unused"
 		}
-		opts := []openai.Option{openai.WithToken(key), openai.WithModel(c.Model), openai.WithHTTPClient(client)}
+		opts := []openai.Option{openai.WithToken(key), openai.WithModel(c.Model)}
 		if c.BaseURL != "" {
 			opts = append(opts, openai.WithBaseURL(c.BaseURL))
 		}
+		// langchaingo's OpenAI client drops top_p: withTopP sends it.
+		opts = append(opts, openai.WithHTTPClient(topPDoer{client}))
 		m, err := openai.New(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("creating openai client: %w", err)
 		}
-		return m, nil
+		return withTopP{m}, nil
 	}
 }
 
