@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -48,8 +47,11 @@ type Options struct {
 	// note goes out, so short waits stay quiet. 0 → 3 s.
 	BusyAfter time.Duration
 	ParseMode string
-	// CacheDir keeps the update offset and downloads (.ship/.cache/telegram).
-	CacheDir    string
+	// CacheDir keeps the update offset (.ship/.cache/telegram).
+	CacheDir string
+	// Media stores the files messages carry and transcribes voice; nil
+	// describes them without downloading.
+	Media       *adapters.Media
 	PollTimeout time.Duration // 0 → 25 s
 	Limits      Limits
 	// Host is ship's core as a platform sees it.
@@ -74,9 +76,6 @@ type Adapter struct {
 	allowC  adapters.Allowlist[int64]
 	allowU  adapters.Allowlist[int64]
 
-	// pruned is when the download cache was last pruned (Unix ns).
-	pruned atomic.Int64
-
 	mu    sync.RWMutex
 	bot   me   // set once getMe answered
 	ready bool // bot is set
@@ -85,7 +84,12 @@ type Adapter struct {
 // FromConfig builds the adapter from ship's configuration.
 func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
 	tc := cfg.Adapters.Telegram
+	md, err := adapters.MediaFromConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	return New(Options{
+		Media:          md,
 		Token:          tc.BotToken,
 		APIBase:        tc.APIBase,
 		Mode:           tc.Mode,

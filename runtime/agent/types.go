@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // AgentRunInput is what a run needs: the chat and the user's text. Where the
@@ -20,6 +22,9 @@ type AgentRunInput struct {
 	OnStep func(ctx context.Context, ev StepEvent)
 	// Preset calls run before the model's first answer (an approved call).
 	Preset []PresetCall
+	// Files are the message's stored files; a vision model sees its
+	// images in this run (history keeps only the text, which names them).
+	Files []media.File
 }
 
 // Step event types.

@@ -72,7 +72,11 @@ type Options struct {
 	// Redact hides known secret values in what the chat log keeps of tool
 	// calls; nil keeps the text.
 	Redact func(string) string
-	Logger zerolog.Logger
+	// Vision shows the images people send to the model; their paths are
+	// relative to ProjectDir.
+	Vision     bool
+	ProjectDir string
+	Logger     zerolog.Logger
 }
 
 // Engine is ship's core wired together.
@@ -163,6 +167,8 @@ func New(opts Options) (*Engine, error) {
 		Stream:         opts.Stream,
 		RetryBackoff:   opts.RetryBackoff,
 		MaxTokens:      opts.MaxTokens,
+		Vision:         opts.Vision,
+		ProjectDir:     opts.ProjectDir,
 		Logger:         opts.Logger,
 	})
 	if err != nil {

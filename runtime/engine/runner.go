@@ -125,10 +125,11 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	}()
 	job := item.Value
 	audit := newAudit(r.Deliverer.Store, r.Redact, job.Request)
-	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
+	res, err := r.runAgent(ctx, job, agent.AgentRunInput{
 		ChatKey:      item.ChatKey,
 		Instructions: job.Instructions,
 		Preset:       job.Preset,
+		Files:        job.Files,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			ev.step(ctx, step)
 			audit.step(ctx, step)
@@ -152,4 +153,14 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	log.Info().Bool("success", res.Success).Int("toolCalls", len(res.ToolCalls)).
 		Bool("delivered", res.Delivered).Bool("fallback", sent).Msg("run finished")
 	return out
+}
+
+// runAgent runs the agent, unless the job already holds its whole answer
+// (a voice note that could not be transcribed): that answer then goes out
+// through the final-output fallback, logged like any reply.
+func (r *Runner) runAgent(ctx context.Context, job ingress.Job, in agent.AgentRunInput) (agent.AgentResult, error) {
+	if job.Answer != "" {
+		return agent.AgentResult{Success: true, Output: job.Answer, ToolCalls: []agent.ToolCallRecord{}}, nil
+	}
+	return r.Runtime.Run(ctx, in)
 }

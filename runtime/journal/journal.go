@@ -19,6 +19,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -63,6 +64,11 @@ type Item struct {
 	Tools policy.Narrowing `json:"tools,omitzero"`
 	// Identity is who the run acts for, when not the sender.
 	Identity string `json:"identity,omitempty"`
+	// Files are the message's stored files (references, not bytes), so a
+	// resumed run still shows its images; Answer is a reply given instead
+	// of a run (see ingress.Prepared).
+	Files  []media.File `json:"files,omitempty"`
+	Answer string       `json:"answer,omitempty"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one

@@ -36,6 +36,10 @@ type Config struct {
 	// runtime sends it with every call (agent.Options.MaxTokens). 0 →
 	// DefaultMaxTokens.
 	MaxTokens int `json:"maxTokens,omitempty"`
+
+	// Vision says whether the model is shown the images people send
+	// ("auto" by model name, true, false); see VisionCapable.
+	Vision Vision `json:"vision,omitempty"`
 }
 
 // Answer length bounds. Without a max_tokens of its own langchaingo asks
