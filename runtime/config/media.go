@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/shipmyagent/ship/runtime/llm"
@@ -43,7 +42,7 @@ func (c *Config) validateMedia() error {
 	}
 	if c.Files.MaxBytes < 0 || c.Files.MaxBytes > 2<<30 {
 		return fmt.Errorf("%w: files.maxBytes %d must be between 0 (the default, %s) and 2 GiB",
-			ErrInvalid, c.Files.MaxBytes, strconv.Itoa(media.DefaultMaxFileBytes))
+			ErrInvalid, c.Files.MaxBytes, media.Size(media.DefaultMaxFileBytes))
 	}
 	return nil
 }
