@@ -17,9 +17,19 @@ import (
 	"github.com/shipmyagent/ship/runtime/stt"
 )
 
+// Kinds of attachments (media.Kind*, so platforms need not know the file
+// store).
+const (
+	KindImage = media.KindImage
+	KindVoice = media.KindVoice
+	KindAudio = media.KindAudio
+	KindVideo = media.KindVideo
+	KindFile  = media.KindFile
+)
+
 // Attachment is one file a platform message carries, before it is fetched.
 type Attachment struct {
-	// Kind is one of media.Kind*.
+	// Kind is one of the Kind constants.
 	Kind string
 	// Label names it in the text the model sees: "photo (640x480)",
 	// "voice message (4 s)".

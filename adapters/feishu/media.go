@@ -9,7 +9,6 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"github.com/shipmyagent/ship/adapters"
-	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // Resource types of the message resource API: images (also those inside
@@ -39,27 +38,27 @@ func (a *Adapter) attachments(messageID, msgType, content string) []adapters.Att
 	switch msgType {
 	case "image":
 		if c.ImageKey != "" {
-			return []adapters.Attachment{{Kind: media.KindImage, Label: "image", Name: c.ImageKey, Fetch: fetch(c.ImageKey, resourceImage)}}
+			return []adapters.Attachment{{Kind: adapters.KindImage, Label: "image", Name: c.ImageKey, Fetch: fetch(c.ImageKey, resourceImage)}}
 		}
 	case "audio":
 		if c.FileKey != "" {
-			return []adapters.Attachment{{Kind: media.KindVoice, Label: fmt.Sprintf("voice message (%d s)", secs),
+			return []adapters.Attachment{{Kind: adapters.KindVoice, Label: fmt.Sprintf("voice message (%d s)", secs),
 				Name: c.FileKey + ".opus", Fetch: fetch(c.FileKey, resourceFile)}}
 		}
 	case "file":
 		if c.FileKey != "" {
-			return []adapters.Attachment{{Kind: media.KindFile, Label: fmt.Sprintf("file %q", c.FileName),
+			return []adapters.Attachment{{Kind: adapters.KindFile, Label: fmt.Sprintf("file %q", c.FileName),
 				Name: nameOr(c.FileName, c.FileKey), Fetch: fetch(c.FileKey, resourceFile)}}
 		}
 	case "media":
 		if c.FileKey != "" {
-			return []adapters.Attachment{{Kind: media.KindVideo, Label: fmt.Sprintf("video %q (%d s)", c.FileName, secs),
+			return []adapters.Attachment{{Kind: adapters.KindVideo, Label: fmt.Sprintf("video %q (%d s)", c.FileName, secs),
 				Name: nameOr(c.FileName, c.FileKey+".mp4"), Fetch: fetch(c.FileKey, resourceFile)}}
 		}
 	case "post":
 		var out []adapters.Attachment
 		for i, key := range postImages(content) {
-			out = append(out, adapters.Attachment{Kind: media.KindImage, Label: fmt.Sprintf("image %d of the post", i+1),
+			out = append(out, adapters.Attachment{Kind: adapters.KindImage, Label: fmt.Sprintf("image %d of the post", i+1),
 				Name: key, Fetch: fetch(key, resourceImage)})
 		}
 		return out

@@ -14,7 +14,6 @@ import (
 	"github.com/tencent-connect/botgo/dto"
 
 	"github.com/shipmyagent/ship/adapters"
-	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // downloadTimeout bounds one attachment download.
@@ -71,20 +70,20 @@ func attachments(atts []attachment) []adapters.Attachment {
 		a := adapters.Attachment{Name: name, MIME: at.ContentType, Size: at.Size, Fetch: fetchURL(at.URL)}
 		switch {
 		case at.ContentType == "voice":
-			a.Kind, a.Label, a.MIME = media.KindVoice, "voice message", ""
+			a.Kind, a.Label, a.MIME = adapters.KindVoice, "voice message", ""
 			if at.VoiceWavURL != "" {
 				a.Name = strings.TrimSuffix(name, path.Ext(name)) + ".wav"
 				a.MIME, a.Size, a.Fetch = "audio/wav", 0, fetchURL(at.VoiceWavURL)
 			}
 		case strings.HasPrefix(at.ContentType, "image/"):
-			a.Kind, a.Label = media.KindImage, "image"
+			a.Kind, a.Label = adapters.KindImage, "image"
 			if at.Width > 0 && at.Height > 0 {
 				a.Label = fmt.Sprintf("image (%dx%d)", at.Width, at.Height)
 			}
 		case strings.HasPrefix(at.ContentType, "video/"):
-			a.Kind, a.Label = media.KindVideo, fmt.Sprintf("video %q", at.FileName)
+			a.Kind, a.Label = adapters.KindVideo, fmt.Sprintf("video %q", at.FileName)
 		default:
-			a.Kind, a.Label = media.KindFile, strings.TrimSpace(fmt.Sprintf("file %q %s", at.FileName, at.ContentType))
+			a.Kind, a.Label = adapters.KindFile, strings.TrimSpace(fmt.Sprintf("file %q %s", at.FileName, at.ContentType))
 		}
 		out = append(out, a)
 	}
