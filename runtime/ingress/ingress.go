@@ -213,7 +213,9 @@ func (s *Submission) prepare(ctx context.Context) {
 	}
 	p := s.Prepare(ctx, s.Message.Text)
 	s.Prepare = nil
-	s.Message.Text, s.Files, s.Transcript, s.Answer = p.Text, p.Files, p.Transcript, p.Answer
+	// A transcript can be longer than any typed message: the same cut.
+	text, _ := LimitText(p.Text, MaxMessageChars)
+	s.Message.Text, s.Files, s.Transcript, s.Answer = text, p.Files, p.Transcript, p.Answer
 }
 
 // enqueue journals and queues s, first logging it as a user entry when
