@@ -83,6 +83,9 @@ type Options struct {
 	CacheDir string
 	// Limits bound the retries of a send (zero values → defaults).
 	Limits Limits
+	// Media stores the files messages carry and transcribes voice; nil
+	// describes them without downloading.
+	Media *adapters.Media
 	// Host is ship's core as a platform sees it; required.
 	Host adapters.Host
 	// HTTPClient for open-platform calls (the websocket bootstrap too);
@@ -121,7 +124,12 @@ type Adapter struct {
 // FromConfig builds the adapter from ship's configuration.
 func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
 	fc := cfg.Adapters.Feishu
+	md, err := adapters.MediaFromConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	return New(Options{
+		Media:             md,
 		AppID:             fc.AppID,
 		AppSecret:         fc.AppSecret,
 		Domain:            fc.Domain,

@@ -146,6 +146,7 @@ type Server struct {
 	fails    map[string][]Failure
 	byUUID   map[string]uuidEntry
 	messages map[string]msgInfo // known message ids (pushed or sent)
+	res      resources          // the message resource API's files (resources.go)
 
 	conns   []*wsConn
 	connCh  chan struct{} // closed and replaced when a websocket connects
