@@ -86,6 +86,9 @@ type Options struct {
 	Streaming bool
 	// Limits bound the retries of a send (zero values → defaults).
 	Limits Limits
+	// Media stores the files messages carry and transcribes voice; nil
+	// describes them without downloading.
+	Media *adapters.Media
 	// Host is ship's core as a platform sees it; required.
 	Host adapters.Host
 	// HTTPClient for open-platform calls (the websocket bootstrap too);
@@ -129,7 +132,12 @@ func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Ada
 	if err != nil {
 		return nil, fmt.Errorf("feishu: adapters.feishu.streaming: %w", err)
 	}
+	md, err := adapters.MediaFromConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	return New(Options{
+		Media:             md,
 		AppID:             fc.AppID,
 		AppSecret:         fc.AppSecret,
 		Domain:            fc.Domain,

@@ -143,18 +143,19 @@ func TestPostReachesTheModelAsPlainText(t *testing.T) {
 		{fakelark.PostAt("@_user_1", "ship"), fakelark.PostText(" please read "), fakelark.PostLink("the doc", "https://example.com/d")},
 		{fakelark.PostText("and ask "), fakelark.PostAt("@_user_2", "Bob"), fakelark.PostImage("img_1")},
 	}, e.lk.BotMention("@_user_1"), fakelark.Mention{Key: "@_user_2", OpenID: "ou_bob", Name: "Bob"})
+	e.lk.AddResource(ev.MessageID, "img_1", "image", "img_1.png", "image/png", pngBytes)
 	e.push(ev)
 	e.waitSent(1)
-	want := "Release notes\nplease read the doc (https://example.com/d)\nand ask @Bob[image]"
-	if got := e.model.Requests()[0].LastUser(); got != want {
-		t.Errorf("model saw %q, want %q", got, want)
+	want := "\nRelease notes\nplease read the doc (https://example.com/d)\nand ask @Bob[image]"
+	if got := e.model.Requests()[0].LastUser(); !strings.HasPrefix(got, "[image 1 of the post, ") || !strings.HasSuffix(got, want) {
+		t.Errorf("model saw %q, want the image described, then %q", got, want)
 	}
 }
 
-func TestImageIsDescribed(t *testing.T) {
+func TestImageThatCannotBeDownloadedIsDescribed(t *testing.T) {
 	e := newEnv(t, setup{})
-	e.push(e.lk.Image("oc_i", "p2p", "ou_ann", "img_v3_1"))
-	if got := e.waitSent(1)[0].Text; got != "echo: [image message]" {
+	e.push(e.lk.Image("oc_i", "p2p", "ou_ann", "img_v3_1")) // the fake has no such resource
+	if got := e.waitSent(1)[0].Text; got != "echo: [image: download failed]" {
 		t.Errorf("reply %q", got)
 	}
 }

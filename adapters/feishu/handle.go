@@ -99,10 +99,18 @@ func (a *Adapter) handle(ctx context.Context, ev *larkim.P2MessageReceiveV1Data,
 	}
 	addressed := !group || ms.bot
 	cmd, _ := command(text)
-	if strings.TrimSpace(text) == "" {
-		text = "(empty message)"
+	// Files are described here and downloaded (voice transcribed) only once
+	// the message is known to be new and answered (Prepare). For a file
+	// message the description replaces the one-line summary; a post keeps
+	// its text.
+	atts := a.attachments(msgID, msgType, deref(m.Content))
+	if len(atts) > 0 && msgType != "post" {
+		text = ""
 	}
-	in.Text = text
+	in.Text = adapters.Describe(atts, text)
+	if strings.TrimSpace(in.Text) == "" {
+		in.Text = "(empty message)"
+	}
 	meta := map[string]any{"messageType": msgType}
 	if eventID != "" {
 		meta["eventId"] = eventID
@@ -111,9 +119,16 @@ func (a *Adapter) handle(ctx context.Context, ev *larkim.P2MessageReceiveV1Data,
 		meta["rootId"] = root
 	}
 	return a.intake.Take(ctx, adapters.Arrival{
-		Submission: ingress.Submission{Channel: chat.ChannelFeishu, ChatKey: key, Message: in, Meta: meta},
-		Addressed:  addressed,
-		Command:    cmd,
+		Submission: ingress.Submission{Channel: chat.ChannelFeishu, ChatKey: key, Message: in, Meta: meta,
+			Prepare: func(ctx context.Context, described string) ingress.Prepared {
+				if len(atts) == 0 {
+					return ingress.Prepared{Text: described}
+				}
+				return a.opts.Media.Prepare(ctx, key, msgID, text, atts)
+			},
+		},
+		Addressed: addressed,
+		Command:   cmd,
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/feishu"
 	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakelark"
@@ -18,6 +19,8 @@ import (
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/media"
+	"github.com/shipmyagent/ship/runtime/stt"
 )
 
 const (
@@ -45,6 +48,11 @@ type setup struct {
 	mode    string
 	opts    func(*feishu.Options)
 	noStart bool
+	// vision shows images to the model; stt transcribes voice through
+	// the fake model's transcription endpoint; maxFile caps one file.
+	vision  bool
+	stt     bool
+	maxFile int64
 }
 
 // newEnv wires the real engine, the real oapi-sdk-go clients and the fakes:
@@ -64,8 +72,17 @@ func newEnv(t *testing.T, s setup) *env {
 		e.lk = lk
 	}
 	log := zerolog.New(e.logs).Level(zerolog.DebugLevel)
-	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log)
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log, func(o *engine.Options) { o.Vision = s.vision })
+	md := &adapters.Media{Files: media.NewStore(e.dir, s.maxFile), Log: log}
+	if s.stt {
+		cl, err := stt.New(stt.Config{BaseURL: e.model.BaseURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		md.STT = cl
+	}
 	opts := feishu.Options{
+		Media: md,
 		AppID: e.lk.AppID(), AppSecret: appSecret, Domain: e.lk.URL(), Mode: s.mode,
 		VerificationToken: verifyTok, EncryptKey: encryptKey,
 		CacheDir: filepath.Join(e.dir, ".ship", ".cache", "feishu"),

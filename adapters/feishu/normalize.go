@@ -140,6 +140,7 @@ type postElem struct {
 	UserName string `json:"user_name"`
 	Language string `json:"language"`
 	Emoji    string `json:"emoji_type"`
+	ImageKey string `json:"image_key"`
 }
 
 type postBody struct {
@@ -148,29 +149,10 @@ type postBody struct {
 }
 
 // postText flattens rich text: the title, then one line per paragraph.
-// Received posts carry {"title","content"}; posts in the send format wrap
-// that in a language ({"zh_cn":{…}}), which is accepted too.
 func postText(content string, m mentions) string {
-	var body postBody
-	if err := json.Unmarshal([]byte(content), &body); err != nil {
+	body, ok := readPost(content)
+	if !ok {
 		return "[rich text message that could not be read]"
-	}
-	if body.Title == "" && body.Content == nil {
-		var byLang map[string]postBody
-		if json.Unmarshal([]byte(content), &byLang) == nil {
-			for _, lang := range []string{"zh_cn", "en_us", "ja_jp"} {
-				if b, ok := byLang[lang]; ok {
-					body = b
-					break
-				}
-			}
-			if body.Content == nil {
-				for _, b := range byLang {
-					body = b
-					break
-				}
-			}
-		}
 	}
 	var lines []string
 	if t := strings.TrimSpace(body.Title); t != "" {
@@ -190,6 +172,41 @@ func postText(content string, m mentions) string {
 		lines = append(lines, strings.TrimRight(b.String(), " "))
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// postParagraphs returns the paragraphs of a rich-text post (none when it
+// cannot be read).
+func postParagraphs(content string) [][]postElem {
+	body, _ := readPost(content)
+	return body.Content
+}
+
+// readPost reads a post. Received posts carry {"title","content"}; posts
+// in the send format wrap that in a language ({"zh_cn":{…}}), which is
+// accepted too.
+func readPost(content string) (postBody, bool) {
+	var body postBody
+	if err := json.Unmarshal([]byte(content), &body); err != nil {
+		return postBody{}, false
+	}
+	if body.Title == "" && body.Content == nil {
+		var byLang map[string]postBody
+		if json.Unmarshal([]byte(content), &byLang) == nil {
+			for _, lang := range []string{"zh_cn", "en_us", "ja_jp"} {
+				if b, ok := byLang[lang]; ok {
+					body = b
+					break
+				}
+			}
+			if body.Content == nil {
+				for _, b := range byLang {
+					body = b
+					break
+				}
+			}
+		}
+	}
+	return body, true
 }
 
 func elemText(e postElem, m mentions) string {

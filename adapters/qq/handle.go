@@ -3,7 +3,6 @@ package qq
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/tencent-connect/botgo/dto"
@@ -69,11 +68,13 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 	}
 	text := a.stripMention(m.Content, m.Mentions)
 	cmd, _ := command(text)
-	text = strings.TrimSpace(text + describeAttachments(m.Attachments))
-	if text == "" {
-		text = "(empty message)"
+	// Attachments are described here and downloaded (voice transcribed)
+	// only once the message is known to be new (Prepare).
+	atts := attachments(attachmentsOf(p.RawMessage, m))
+	in.Text = adapters.Describe(atts, text)
+	if in.Text == "" {
+		in.Text = "(empty message)"
 	}
-	in.Text = text
 	// QQ's windows for passive replies count from when the user sent the
 	// message: remember that for the send path.
 	a.replies.arrived(m.ID, m.Timestamp)
@@ -84,9 +85,16 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 	// QQ delivers only messages meant for the bot (@ in groups and
 	// channels, private messages).
 	return a.intake.Take(ctx, adapters.Arrival{
-		Submission: ingress.Submission{Channel: chat.ChannelQQ, ChatKey: key, Message: in, Meta: meta},
-		Addressed:  true,
-		Command:    cmd,
+		Submission: ingress.Submission{Channel: chat.ChannelQQ, ChatKey: key, Message: in, Meta: meta,
+			Prepare: func(ctx context.Context, described string) ingress.Prepared {
+				if len(atts) == 0 {
+					return ingress.Prepared{Text: described}
+				}
+				return a.opts.Media.Prepare(ctx, key, m.ID, text, atts)
+			},
+		},
+		Addressed: true,
+		Command:   cmd,
 	})
 }
 
@@ -146,24 +154,4 @@ func command(text string) (string, bool) {
 	}
 	name, _, _ := strings.Cut(strings.Fields(text)[0][1:], "@")
 	return name, name != ""
-}
-
-// describeAttachments names attachments in the text the model sees.
-func describeAttachments(atts []*dto.MessageAttachment) string {
-	var b strings.Builder
-	for _, at := range atts {
-		if at == nil || at.URL == "" {
-			continue
-		}
-		kind := at.ContentType
-		if kind == "" {
-			kind = "file"
-		}
-		url := at.URL
-		if !strings.Contains(url, "://") {
-			url = "https://" + url // QQ often sends them without a scheme
-		}
-		fmt.Fprintf(&b, "\n[attachment (%s): %s]", kind, url)
-	}
-	return b.String()
 }

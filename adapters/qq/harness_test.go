@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
@@ -18,6 +19,8 @@ import (
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/media"
+	"github.com/shipmyagent/ship/runtime/stt"
 )
 
 // These tests run one after another (none calls t.Parallel): botgo keeps
@@ -49,6 +52,11 @@ type setup struct {
 	model   fakeopenai.Handler
 	opts    func(*qq.Options)
 	noStart bool
+	// vision shows images to the model; stt transcribes voice through
+	// the fake model's transcription endpoint; maxFile caps one file.
+	vision  bool
+	stt     bool
+	maxFile int64
 }
 
 // newFake starts a fake QQ. Its heartbeat interval is longer than any test:
@@ -82,8 +90,17 @@ func newEnv(t *testing.T, s setup) *env {
 		e.qq = newFake(t, s.fake)
 	}
 	log := zerolog.New(e.logs)
-	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log)
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log, func(o *engine.Options) { o.Vision = s.vision })
+	md := &adapters.Media{Files: media.NewStore(e.dir, s.maxFile), Log: log}
+	if s.stt {
+		cl, err := stt.New(stt.Config{BaseURL: e.model.BaseURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		md.STT = cl
+	}
 	opts := qq.Options{
+		Media: md,
 		AppID: appID, AppSecret: appSecret, APIBase: e.qq.URL(), TokenBase: e.qq.URL(),
 		ReconnectBackoff: 10 * time.Millisecond, RetryBase: time.Millisecond,
 		Host: e.engine, Logger: log,

@@ -95,6 +95,9 @@ type Options struct {
 	// Now is the adapter's clock for QQ's passive-reply windows (nil →
 	// time.Now); tests move it on instead of waiting.
 	Now func() time.Time
+	// Media stores the attachments messages carry and transcribes voice;
+	// nil describes them without downloading.
+	Media *adapters.Media
 	// Host is ship's core as a platform sees it; required.
 	Host   adapters.Host
 	Logger zerolog.Logger
@@ -131,7 +134,12 @@ type Adapter struct {
 // FromConfig builds the adapter from ship's configuration.
 func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
 	qc := cfg.Adapters.QQ
+	md, err := adapters.MediaFromConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	return New(Options{
+		Media:          md,
 		AppID:          qc.AppID,
 		AppSecret:      qc.AppSecret,
 		Sandbox:        qc.Sandbox,

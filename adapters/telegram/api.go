@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-
-	"github.com/google/renameio/v2"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 )
@@ -106,56 +102,49 @@ func (a *api) getMe(ctx context.Context) (tgbotapi.User, error) {
 	return u, nil
 }
 
-// download fetches a file by file_id into dst (creating folders), refusing
-// anything over maxBytes. File URLs carry the token: errors are redacted.
-func (a *api) download(ctx context.Context, fileID, dst string, maxBytes int64) (int64, error) {
+// open fetches a file by file_id and returns its body; the caller caps
+// what it reads (getFile reports no size for some files). File URLs carry
+// the token: errors are redacted.
+func (a *api) open(ctx context.Context, fileID string) (io.ReadCloser, error) {
 	raw, err := a.call(ctx, "getFile", tgbotapi.Params{"file_id": fileID})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var f tgbotapi.File
 	if err := json.Unmarshal(raw, &f); err != nil || f.FilePath == "" {
-		return 0, fmt.Errorf("telegram getFile: no file_path for %s", fileID)
-	}
-	if int64(f.FileSize) > maxBytes {
-		return 0, fmt.Errorf("telegram file is %d bytes, over the %d limit", f.FileSize, maxBytes)
+		return nil, fmt.Errorf("telegram getFile: no file_path for %s", fileID)
 	}
 	// tgbotapi builds download URLs from a constant host: build it from
 	// the configured base so a self-hosted Bot API server works.
 	u := a.base + "/file/bot" + a.token + "/" + strings.TrimPrefix(f.FilePath, "/")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
+		return nil, a.redact(fmt.Errorf("telegram download: %w", err))
 	}
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
+		return nil, a.redact(fmt.Errorf("telegram download: %w", err))
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("telegram download: status %d", resp.StatusCode)
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("telegram download: status %d", resp.StatusCode)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return 0, fmt.Errorf("telegram download: %w", err)
+	return redactingBody{resp.Body, a}, nil
+}
+
+// redactingBody keeps the token out of read errors (they may quote the
+// URL).
+type redactingBody struct {
+	io.ReadCloser
+	a *api
+}
+
+func (b redactingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = b.a.redact(err)
 	}
-	// A half-written file never appears under dst: the model is only
-	// told of complete downloads.
-	out, err := renameio.NewPendingFile(dst, renameio.WithPermissions(0o600))
-	if err != nil {
-		return 0, fmt.Errorf("telegram download: %w", err)
-	}
-	defer out.Cleanup() // after a successful replace it does nothing
-	n, err := io.Copy(out, io.LimitReader(resp.Body, maxBytes+1))
-	if err == nil && n > maxBytes {
-		err = fmt.Errorf("file over the %d byte limit", maxBytes)
-	}
-	if err == nil {
-		err = out.CloseAtomicallyReplace()
-	}
-	if err != nil {
-		return 0, a.redact(fmt.Errorf("telegram download: %w", err))
-	}
-	return n, nil
+	return n, err
 }
 
 // apiError returns the Bot API error inside err, if any.

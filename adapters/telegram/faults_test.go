@@ -78,7 +78,8 @@ func TestVoiceIsNamedAsSuch(t *testing.T) {
 	m["voice"] = map[string]any{"file_id": "voice-1", "file_unique_id": "v1", "duration": 4, "mime_type": "audio/ogg"}
 	e.tg.Push(u)
 	e.waitSent(1)
-	if text := e.model.Requests()[0].LastUser(); !strings.HasPrefix(text, "[voice message (4 s, not transcribed), saved at ") {
+	if text := e.model.Requests()[0].LastUser(); !strings.HasPrefix(text, "[voice message (4 s), 10 bytes, saved at ") ||
+		!strings.HasSuffix(text, "not transcribed: speech to text is not set up]") {
 		t.Fatalf("model saw %q", text)
 	}
 }

@@ -83,9 +83,10 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 	if addr.command != "" {
 		text = stripCommandTarget(text, bot.Username)
 	}
-	// Media is described here and downloaded only once the message is
-	// known to be new and answered (Prepare).
-	in.Text = describeMedia(m, text, "")
+	// Media is described here and downloaded (and voice transcribed) only
+	// once the message is known to be new and answered (Prepare).
+	atts := a.attachments(m)
+	in.Text = adapters.Describe(atts, text)
 	if strings.TrimSpace(in.Text) == "" {
 		in.Text = "(empty message)"
 	}
@@ -93,11 +94,11 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 		Submission: ingress.Submission{
 			Channel: chat.ChannelTelegram, ChatKey: key, Message: in,
 			Meta: map[string]any{"updateId": u.ID},
-			Prepare: func(ctx context.Context, described string) string {
-				if where, ok := a.download(ctx, m); ok {
-					return describeMedia(m, text, where)
+			Prepare: func(ctx context.Context, described string) ingress.Prepared {
+				if len(atts) == 0 {
+					return ingress.Prepared{Text: described}
 				}
-				return described
+				return a.opts.Media.Prepare(ctx, key, in.MessageID, text, atts)
 			},
 		},
 		Addressed: !group || !a.opts.RequireMention || addr.mentioned || addr.replyToMe || addr.command != "",

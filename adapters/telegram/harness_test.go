@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
@@ -20,9 +21,14 @@ import (
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/media"
+	"github.com/shipmyagent/ship/runtime/stt"
 )
 
-const token = "123456:TEST-token-never-logged"
+const (
+	token  = "123456:TEST-token-never-logged"
+	sttKey = "sk-stt-key-never-logged"
+)
 
 type env struct {
 	t       *testing.T
@@ -42,6 +48,11 @@ type setup struct {
 	mode    string
 	opts    func(*telegram.Options)
 	noStart bool
+	// vision shows images to the model; stt transcribes voice through
+	// the fake model's transcription endpoint; maxFile caps one file.
+	vision  bool
+	stt     bool
+	maxFile int64
 }
 
 // newEnv wires the real engine, the real tgbotapi client and the fakes: a
@@ -61,8 +72,17 @@ func newEnv(t *testing.T, s setup) *env {
 		e.tg = tg
 	}
 	log := zerolog.New(e.logs)
-	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log)
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log, func(o *engine.Options) { o.Vision = s.vision })
+	md := &adapters.Media{Files: media.NewStore(e.dir, s.maxFile), Log: log}
+	if s.stt {
+		cl, err := stt.New(stt.Config{BaseURL: e.model.BaseURL(), APIKey: sttKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		md.STT = cl
+	}
 	opts := telegram.Options{
+		Media: md,
 		Token: token, APIBase: e.tg.URL(), Mode: s.mode, RequireMention: true,
 		CacheDir:    filepath.Join(e.dir, ".ship", ".cache", "telegram"),
 		PollTimeout: 2 * time.Second,
@@ -85,6 +105,9 @@ func newEnv(t *testing.T, s setup) *env {
 		e.shutdown()
 		if strings.Contains(e.logs.String(), token) {
 			t.Errorf("the bot token appears in the logs")
+		}
+		if strings.Contains(e.logs.String(), sttKey) {
+			t.Errorf("the speech-to-text key appears in the logs")
 		}
 		if t.Failed() {
 			t.Logf("ship logs:\n%s", e.logs.String())

@@ -3,112 +3,66 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strconv"
+	"io"
 	"strings"
-	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/shipmyagent/ship/adapters"
 )
 
-// maxDownload is the Bot API's own limit for getFile.
-const maxDownload = 20 << 20
-
-// mediaFile is the file a message carries, if any.
-func mediaFile(m *tgbotapi.Message) (kind, fileID, name string) {
-	switch {
-	case len(m.Photo) > 0:
-		p := m.Photo[len(m.Photo)-1] // the largest size
-		return "photo", p.FileID, p.FileUniqueID + ".jpg"
-	case m.Voice != nil:
-		return "voice message", m.Voice.FileID, m.Voice.FileUniqueID + ".ogg"
-	case m.Document != nil:
-		return "document", m.Document.FileID, m.Document.FileName
-	case m.Audio != nil:
-		return "audio", m.Audio.FileID, m.Audio.FileName
-	case m.Video != nil:
-		return "video", m.Video.FileID, m.Video.FileName
+// attachments lists the files a message carries: its photo (the largest
+// size), voice note, document, audio, video or video note, or sticker
+// (described only). Telegram puts at most one on a message.
+func (a *Adapter) attachments(m *tgbotapi.Message) []adapters.Attachment {
+	fetch := func(fileID string) func(context.Context) (io.ReadCloser, error) {
+		return func(ctx context.Context) (io.ReadCloser, error) { return a.api.open(ctx, fileID) }
 	}
-	return "", "", ""
-}
-
-// describeMedia describes a message's photo, document, voice, audio or
-// video to the model in one line before the text (type, where the file
-// is, the caption). where is "saved at …" once downloaded, "" before.
-// Voice is not transcribed yet, and the description says so.
-func describeMedia(m *tgbotapi.Message, text, where string) string {
-	var extra string
 	switch {
 	case len(m.Photo) > 0:
 		p := m.Photo[len(m.Photo)-1]
-		extra = fmt.Sprintf("%dx%d", p.Width, p.Height)
+		return []adapters.Attachment{{Kind: adapters.KindImage, Label: fmt.Sprintf("photo (%dx%d)", p.Width, p.Height),
+			Name: p.FileUniqueID + ".jpg", MIME: "image/jpeg", Size: int64(p.FileSize), Fetch: fetch(p.FileID)}}
 	case m.Voice != nil:
-		extra = fmt.Sprintf("%d s, not transcribed", m.Voice.Duration)
+		v := m.Voice
+		return []adapters.Attachment{{Kind: adapters.KindVoice, Label: fmt.Sprintf("voice message (%d s)", v.Duration),
+			Name: v.FileUniqueID + ".ogg", MIME: v.MimeType, Size: int64(v.FileSize), Fetch: fetch(v.FileID)}}
 	case m.Document != nil:
-		extra = strings.TrimSpace(fmt.Sprintf("%q %s", m.Document.FileName, m.Document.MimeType))
-	case m.Audio != nil:
-		extra = fmt.Sprintf("%d s", m.Audio.Duration)
-	case m.Video != nil:
-		extra = fmt.Sprintf("%d s", m.Video.Duration)
-	case m.Sticker != nil:
-		return strings.TrimSpace("[sticker " + m.Sticker.Emoji + "] " + text)
-	default:
-		return text
-	}
-	kind, _, _ := mediaFile(m)
-	if where == "" {
-		where = "not downloaded"
-	}
-	desc := fmt.Sprintf("[%s (%s), %s]", kind, extra, where)
-	if text == "" {
-		return desc
-	}
-	return desc + "\n" + text
-}
-
-// download saves a message's file into the cache and says where; ok is
-// false when there is no file or it could not be had (the description
-// then says "not downloaded").
-func (a *Adapter) download(ctx context.Context, m *tgbotapi.Message) (where string, ok bool) {
-	kind, fileID, name := mediaFile(m)
-	if fileID == "" || a.opts.CacheDir == "" {
-		return "", false
-	}
-	if name == "" {
-		name = fileID
-	}
-	dir := filepath.Join(a.opts.CacheDir, "files")
-	dst := filepath.Join(dir, strconv.FormatInt(m.Chat.ID, 10), strconv.Itoa(m.MessageID)+"-"+safeName(name))
-	if _, err := a.api.download(ctx, fileID, dst, maxDownload); err != nil {
-		a.log.Warn().Err(err).Str("kind", kind).Msg("telegram file download failed")
-		return "download failed", true
-	}
-	// Walking the cache on every download would put a directory scan in
-	// the receive path of every photo: prune at most once per interval.
-	now := time.Now()
-	if last := a.pruned.Load(); now.UnixNano()-last >= int64(pruneEvery) && a.pruned.CompareAndSwap(last, now.UnixNano()) {
-		if err := pruneFiles(dir, maxCacheBytes, maxCacheAge, now); err != nil {
-			a.log.Warn().Err(err).Msg("pruning the telegram download cache")
-		}
-	}
-	return "saved at " + dst, true
-}
-
-// safeName keeps a file name to one harmless path element.
-func safeName(name string) string {
-	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
-	var b strings.Builder
-	for _, r := range name {
+		d := m.Document
+		kind, what := adapters.KindFile, "document"
 		switch {
-		case r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
-			b.WriteRune(r)
-		default:
-			b.WriteRune('_')
+		case strings.HasPrefix(d.MimeType, "image/"):
+			kind, what = adapters.KindImage, "image file"
+		case strings.HasPrefix(d.MimeType, "audio/"):
+			kind, what = adapters.KindAudio, "audio file"
 		}
+		return []adapters.Attachment{{Kind: kind, Label: strings.TrimSpace(fmt.Sprintf("%s %q %s", what, d.FileName, d.MimeType)),
+			Name: nameOr(d.FileName, d.FileUniqueID), MIME: d.MimeType, Size: int64(d.FileSize), Fetch: fetch(d.FileID)}}
+	case m.Audio != nil:
+		au := m.Audio
+		label := fmt.Sprintf("audio (%d s)", au.Duration)
+		if au.Title != "" {
+			label = fmt.Sprintf("audio %q (%d s)", au.Title, au.Duration)
+		}
+		return []adapters.Attachment{{Kind: adapters.KindAudio, Label: label,
+			Name: nameOr(au.FileName, au.FileUniqueID), MIME: au.MimeType, Size: int64(au.FileSize), Fetch: fetch(au.FileID)}}
+	case m.Video != nil:
+		v := m.Video
+		return []adapters.Attachment{{Kind: adapters.KindVideo, Label: fmt.Sprintf("video (%d s)", v.Duration),
+			Name: nameOr(v.FileName, v.FileUniqueID+".mp4"), MIME: v.MimeType, Size: int64(v.FileSize), Fetch: fetch(v.FileID)}}
+	case m.VideoNote != nil:
+		v := m.VideoNote
+		return []adapters.Attachment{{Kind: adapters.KindVideo, Label: fmt.Sprintf("video note (%d s)", v.Duration),
+			Name: v.FileUniqueID + ".mp4", MIME: "video/mp4", Size: int64(v.FileSize), Fetch: fetch(v.FileID)}}
+	case m.Sticker != nil:
+		return []adapters.Attachment{{Kind: adapters.KindImage, Label: strings.TrimSpace("sticker " + m.Sticker.Emoji)}}
 	}
-	s := strings.TrimLeft(b.String(), ".")
-	if s == "" {
-		return "file"
+	return nil
+}
+
+func nameOr(name, fallback string) string {
+	if name != "" {
+		return name
 	}
-	return s
+	return fallback
 }

@@ -144,7 +144,7 @@ func TestPhotoIsDownloadedAndDescribed(t *testing.T) {
 	e.tg.Push(u)
 	e.waitSent(1)
 	text := e.model.Requests()[0].LastUser()
-	if !strings.Contains(text, "[photo (640x480), saved at ") || !strings.HasSuffix(text, "what is in this picture?") {
+	if !strings.Contains(text, "[photo (640x480), 14 bytes, saved at .ship/files/") || !strings.HasSuffix(text, "what is in this picture?") {
 		t.Fatalf("model saw %q", text)
 	}
 	if strings.Contains(text, token) {

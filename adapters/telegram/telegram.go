@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -54,8 +53,11 @@ type Options struct {
 	// StreamInterval is the least time between two updates of a reply
 	// being written. 0 → DefaultStreamInterval.
 	StreamInterval time.Duration
-	// CacheDir keeps the update offset and downloads (.ship/.cache/telegram).
-	CacheDir    string
+	// CacheDir keeps the update offset (.ship/.cache/telegram).
+	CacheDir string
+	// Media stores the files messages carry and transcribes voice; nil
+	// describes them without downloading.
+	Media       *adapters.Media
 	PollTimeout time.Duration // 0 → 25 s
 	Limits      Limits
 	// Host is ship's core as a platform sees it.
@@ -80,9 +82,6 @@ type Adapter struct {
 	allowC  adapters.Allowlist[int64]
 	allowU  adapters.Allowlist[int64]
 
-	// pruned is when the download cache was last pruned (Unix ns).
-	pruned atomic.Int64
-
 	mu    sync.RWMutex
 	bot   me   // set once getMe answered
 	ready bool // bot is set
@@ -91,7 +90,12 @@ type Adapter struct {
 // FromConfig builds the adapter from ship's configuration.
 func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
 	tc := cfg.Adapters.Telegram
+	md, err := adapters.MediaFromConfig(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	return New(Options{
+		Media:          md,
 		Token:          tc.BotToken,
 		APIBase:        tc.APIBase,
 		Mode:           tc.Mode,

@@ -152,7 +152,10 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		// Streaming lets SSE clients and `ship chat` see replies as the
 		// model writes them.
 		Stream: true,
-		Logger: log,
+		// The images people send reach a vision-capable model as images.
+		Vision:     cfg.LLM.VisionCapable(),
+		ProjectDir: cfg.Dir,
+		Logger:     log,
 		// The skills, listed in every run's system prompt.
 		PromptSections: []func() string{skillPrompt},
 

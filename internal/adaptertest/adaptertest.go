@@ -27,8 +27,9 @@ const HangGuard = 30 * time.Second
 // NewEngine wires the real core in dir/.ship (no fsync, so tests stay
 // fast) behind langchaingo's real OpenAI client talking to a loopback fake
 // model scripted by handler (nil: echo through chat_send). Both close with
-// the test. tune, when given, adjusts the engine's options first.
-func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog.Logger, tune ...func(*engine.Options)) (*engine.Engine, *fakeopenai.Server) {
+// the test. Each of options may change the engine's options before it
+// starts (Vision, say).
+func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog.Logger, options ...func(*engine.Options)) (*engine.Engine, *fakeopenai.Server) {
 	t.Helper()
 	model, err := fakeopenai.Start(handler)
 	if err != nil {
@@ -42,10 +43,10 @@ func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog
 	opts := engine.Options{
 		ChatsDir: filepath.Join(dir, ".ship", "chats"), Durability: chat.DurabilityNone,
 		Model: llm, ModelName: "fake/m", Tools: tools.Default, Logger: log, RetryBackoff: time.Millisecond,
-		ApprovalsPath: filepath.Join(dir, ".ship", "approvals.json"),
+		ApprovalsPath: filepath.Join(dir, ".ship", "approvals.json"), ProjectDir: dir,
 	}
-	for _, f := range tune {
-		f(&opts)
+	for _, o := range options {
+		o(&opts)
 	}
 	eng, err := engine.New(opts)
 	if err != nil {

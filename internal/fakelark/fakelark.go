@@ -147,6 +147,7 @@ type Server struct {
 	byUUID   map[string]uuidEntry
 	messages map[string]msgInfo // known message ids (pushed or sent)
 	edits    editState          // updates, deletions, reactions (cards.go, reactions.go)
+	res      resources          // the message resource API's files (resources.go)
 
 	conns   []*wsConn
 	connCh  chan struct{} // closed and replaced when a websocket connects

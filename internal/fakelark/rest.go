@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+PathBot, s.botInfo)
 	mux.HandleFunc("POST "+PathCreate, s.createMessage)
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{message_id}/reply", s.replyMessage)
+	mux.HandleFunc("GET "+PathResource, s.getResource)
 	mux.HandleFunc("POST "+PathWSConf, s.wsEndpoint)
 	mux.HandleFunc("GET /ws", s.serveWS)
 	s.routesEdits(mux) // cards.go, reactions.go

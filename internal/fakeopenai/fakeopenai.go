@@ -4,7 +4,10 @@
 // real API (non-streamed JSON, server-sent-event streams, tool calls, usage and
 // the {"error":{...}} error body), so that an unmodified client such as
 // langchaingo's llms/openai can be pointed at it with openai.WithBaseURL.
-// Replies are scripted by a Handler; EchoChatSend is the default.
+// Replies are scripted by a Handler; EchoChatSend is the default. Image
+// content parts are recorded (Message.Images). It also serves POST
+// /v1/audio/transcriptions (multipart, as the real endpoint), scripted by a
+// Transcriber and recorded for Transcriptions.
 //
 // The package does not import "testing": it is used by tests and by load-test
 // programs alike.
@@ -35,13 +38,29 @@ type Message struct {
 	// accepted as well).
 	Role string
 	// Content is the message text, whether it was sent as a string or as an
-	// array of content parts; the texts of "text" parts are concatenated and
-	// other parts (images, audio) are ignored.
+	// array of content parts; the texts of "text" parts are concatenated.
 	Content string
+	// Images are the message's "image_url" parts, in order.
+	Images []Image
 	// ToolCalls are the calls carried by an assistant message.
 	ToolCalls []ToolCall
 	// ToolCallID is the id of the call a tool message answers.
 	ToolCallID string
+}
+
+// Image is one "image_url" content part: an https URL or a data URL
+// ("data:image/jpeg;base64,…").
+type Image struct {
+	URL    string
+	Detail string
+}
+
+// LastUserImages returns the image parts of the last user message.
+func (r Request) LastUserImages() []Image {
+	if i := r.lastUserIndex(); i >= 0 {
+		return r.Messages[i].Images
+	}
+	return nil
 }
 
 // Tool is a function tool offered by a request.
@@ -115,6 +134,7 @@ func (r Request) clone() Request {
 	c.Messages = slices.Clone(r.Messages)
 	for i := range c.Messages {
 		c.Messages[i].ToolCalls = slices.Clone(c.Messages[i].ToolCalls)
+		c.Messages[i].Images = slices.Clone(c.Messages[i].Images)
 	}
 	return c
 }

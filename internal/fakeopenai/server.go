@@ -42,6 +42,8 @@ type Server struct {
 
 	firstMu     sync.Mutex
 	firstPieces []time.Time
+	audioLog    fakehttp.Log[Transcription]
+	transcriber atomic.Pointer[Transcriber]
 
 	completions atomic.Int64 // numbers chatcmpl-<n>
 	calls       atomic.Int64 // numbers call_<n>
@@ -55,8 +57,10 @@ func Start(h Handler) (*Server, error) {
 
 // StartWithOptions is Start with options.
 func StartWithOptions(h Handler, opts Options) (*Server, error) {
-	s := &Server{opts: opts, log: fakehttp.Log[Request]{Max: opts.MaxRecorded, Clone: Request.clone}}
+	s := &Server{opts: opts, log: fakehttp.Log[Request]{Max: opts.MaxRecorded, Clone: Request.clone},
+		audioLog: fakehttp.Log[Transcription]{Max: opts.MaxRecorded, Clone: cloneTranscription}}
 	s.SetHandler(h)
+	s.SetTranscriber(nil)
 	srv, err := fakehttp.Start("fakeopenai", http.HandlerFunc(s.serveHTTP))
 	if err != nil {
 		return nil, err
@@ -100,6 +104,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
+	if req.URL.Path == transcriptionPath {
+		s.serveTranscription(w, req)
+		return
+	}
 	if req.URL.Path != chatPath {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error",
 			message: fmt.Sprintf("Invalid URL (%s %s)", req.Method, req.URL.Path)})

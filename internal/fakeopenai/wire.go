@@ -68,9 +68,16 @@ type wireTool struct {
 
 // wirePart is one element of an array-valued message content.
 type wirePart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	} `json:"image_url"`
 }
+
+// partTypes are the content part types the real API takes.
+var partTypes = []string{"text", "image_url", "input_audio", "refusal", "audio", "file"}
 
 var (
 	validRoles   = []string{"system", "developer", "user", "assistant", "tool", "function"}
@@ -99,13 +106,16 @@ func decodeRequest(body []byte) (Request, *apiError, *apiError) {
 	var bad *apiError
 	for i, wm := range w.Messages {
 		m := Message{Role: wm.Role, ToolCallID: wm.ToolCallID}
-		text, err := decodeContent(wm.Content)
+		text, images, err := decodeContent(wm.Content)
 		if err != nil && bad == nil {
 			bad = invalid(fmt.Sprintf("messages[%d].content", i), "invalid_type",
 				"Invalid type for 'messages[%d].content': expected one of a string or array of objects, but got %s instead.",
 				i, err.Error())
 		}
-		m.Content = text
+		if bad == nil {
+			bad = checkParts(i, wm)
+		}
+		m.Content, m.Images = text, images
 		for _, tc := range wm.ToolCalls {
 			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
@@ -118,32 +128,63 @@ func decodeRequest(body []byte) (Request, *apiError, *apiError) {
 }
 
 // decodeContent turns a message content (string, array of parts or null)
-// into text.
-func decodeContent(raw json.RawMessage) (string, error) {
+// into its text and its image parts.
+func decodeContent(raw json.RawMessage) (string, []Image, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return s, nil, err
 	case '[':
 		var parts []wirePart
 		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", fmt.Errorf("an array with a non-object element")
+			return "", nil, fmt.Errorf("an array with a non-object element")
 		}
 		var b strings.Builder
+		var images []Image
 		for _, p := range parts {
-			if p.Type == "text" {
+			switch {
+			case p.Type == "text":
 				b.WriteString(p.Text)
+			case p.Type == "image_url" && p.ImageURL != nil:
+				images = append(images, Image{URL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
 			}
 		}
-		return b.String(), nil
+		return b.String(), images, nil
 	default:
-		return "", fmt.Errorf("%s", jsonKind(raw[0]))
+		return "", nil, fmt.Errorf("%s", jsonKind(raw[0]))
 	}
+}
+
+// checkParts applies the real API's rules to the content parts of message
+// i: known part types only, and images only in user messages.
+func checkParts(i int, wm wireMessage) *apiError {
+	raw := bytes.TrimSpace(wm.Content)
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	var parts []wirePart
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil // reported by decodeContent
+	}
+	for j, p := range parts {
+		switch {
+		case !slices.Contains(partTypes, p.Type):
+			return invalid(fmt.Sprintf("messages[%d].content[%d].type", i, j), "invalid_value",
+				"Invalid value: '%s'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio', and 'file'.", p.Type)
+		case p.Type == "image_url" && (p.ImageURL == nil || p.ImageURL.URL == ""):
+			return invalid(fmt.Sprintf("messages[%d].content[%d].image_url", i, j), "missing_required_parameter",
+				"Missing required parameter: 'messages[%d].content[%d].image_url.url'.", i, j)
+		case p.Type == "image_url" && wm.Role != "user":
+			return invalid(fmt.Sprintf("messages[%d].content[%d].type", i, j), "",
+				"Image URLs are only allowed for messages with role 'user', but this message with role '%s' contains an image URL.", wm.Role)
+		}
+	}
+	return nil
 }
 
 func jsonKind(first byte) string {

@@ -159,6 +159,7 @@ type Server struct {
 	known      map[string]knownMsg // message ids the fake sent to the bot
 	replies    map[string]int      // replies accepted per msg_id
 	skew       time.Duration       // added to Options.Now by Advance
+	media      mediaFiles          // attachment files (media.go)
 
 	// gateway
 	conns      map[*wsConn]bool // open connections

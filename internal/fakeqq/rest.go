@@ -27,6 +27,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(traceHeader, trace)
 
 	switch {
+	case strings.HasPrefix(r.URL.Path, mediaPath):
+		s.serveMedia(w, r)
+		return
 	case r.URL.Path == gatewayPath:
 		s.serveGateway(w, r)
 		return

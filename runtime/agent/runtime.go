@@ -52,7 +52,11 @@ type Options struct {
 	// default prompt (the list of skills); each is called once per run and
 	// "" adds nothing.
 	PromptSections []func() string
-	Logger         zerolog.Logger
+	// Vision shows the images of the message being answered to the model
+	// as image parts; ProjectDir is the folder their paths are relative to.
+	Vision     bool
+	ProjectDir string
+	Logger     zerolog.Logger
 }
 
 // Toolbox is a source of tools that change at run time.
@@ -183,7 +187,11 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 		messages = append(messages, t...)
 	}
 	user := llms.TextParts(llms.ChatMessageTypeHuman, in.Instructions)
-	messages = append(messages, user)
+	vision := r.opts.Vision
+	if in.Vision != nil {
+		vision = *in.Vision
+	}
+	messages = append(messages, r.withImages(user, in.Files, vision, log))
 	ec := newToolExecutionContext(messages, len(messages)-1, r.opts.MaxInjected)
 	ctx = withToolExecutionContext(ctx, ec)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // AgentRunInput is what a run needs: the chat and the user's text. Where the
@@ -28,6 +29,12 @@ type AgentRunInput struct {
 	// Call tunes this run's model calls (temperature, topP, maxTokens);
 	// its zero value keeps Options.MaxTokens and the model's defaults.
 	Call llm.CallOptions
+	// Files are the message's stored files; a vision model sees its
+	// images in this run (history keeps only the text, which names them).
+	Files []media.File
+	// Vision, when set, says whether this run's model takes images (the
+	// chat's own model); nil: Options.Vision.
+	Vision *bool
 }
 
 // Step event types.

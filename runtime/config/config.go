@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/stt"
 )
 
 // File names in the project folder.
@@ -42,6 +43,10 @@ type Config struct {
 	// MCP lists the MCP servers; Skills adds skill folders.
 	MCP    MCPConfig    `json:"mcp"`
 	Skills SkillsConfig `json:"skills"`
+	// STT transcribes voice notes (off until configured); Files bounds
+	// the files people send.
+	STT   stt.Config  `json:"stt"`
+	Files FilesConfig `json:"files"`
 
 	// lookup is how this configuration read the environment (and .env):
 	// a reload of ship.json expands "${VAR}" the same way.
@@ -315,6 +320,7 @@ func applyEnv(cfg *Config, lookup LookupEnv) error {
 	str("QQ_TOKEN_BASE", &cfg.Adapters.QQ.TokenBase)
 	str("QQ_MODE", &cfg.Adapters.QQ.Mode)
 	str("QQ_WEBHOOK_SECRET", &cfg.Adapters.QQ.WebhookSecret)
+	applyMediaEnv(cfg, lookup)
 	if v, ok := lookup("SHIP_PORT"); ok && v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 0 || p > 65535 {
@@ -405,6 +411,9 @@ func (c *Config) validate() error {
 			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
 	}
 	if err := c.validateModels(); err != nil {
+		return err
+	}
+	if err := c.validateMedia(); err != nil {
 		return err
 	}
 	if err := c.Skills.validate(); err != nil {

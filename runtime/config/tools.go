@@ -117,7 +117,7 @@ func (c Config) ToolPolicy() (*policy.Policy, error) {
 func (c Config) Secrets() []string {
 	a := c.Adapters
 	all := []string{
-		c.LLM.APIKey, c.Server.Token,
+		c.LLM.APIKey, c.Server.Token, c.STT.APIKey,
 		a.Telegram.BotToken, a.Telegram.WebhookSecret,
 		a.Feishu.AppSecret, a.Feishu.EncryptKey, a.Feishu.VerificationToken,
 		a.QQ.AppSecret, a.QQ.WebhookSecret,
@@ -138,7 +138,7 @@ var SecretEnv = []string{
 	"LLM_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SHIP_API_TOKEN",
 	"TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET",
 	"FEISHU_APP_SECRET", "FEISHU_ENCRYPT_KEY", "FEISHU_VERIFICATION_TOKEN",
-	"QQ_APP_SECRET", "QQ_WEBHOOK_SECRET",
+	"QQ_APP_SECRET", "QQ_WEBHOOK_SECRET", "STT_API_KEY",
 }
 
 // PolicyFile serves the tool policy of ship.json and picks up edits:

@@ -25,7 +25,7 @@ type Live struct {
 	visible func(ids []string) error
 
 	mu      sync.Mutex
-	resume  []string // left by an interrupted attempt, taken by the first stream
+	resume  []string               // left by an interrupted attempt, taken by the first stream
 	streams map[[2]int]*liveStream // made on the first streamed reply
 	step    int                    // the step whose calls are counted
 	calls   int                    // tool calls seen in step

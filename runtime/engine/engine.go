@@ -85,7 +85,11 @@ type Options struct {
 	// models.SwitchPrivate).
 	ModelSwitch string
 
-	Logger zerolog.Logger
+	// Vision shows the images people send to the model; their paths are
+	// relative to ProjectDir.
+	Vision     bool
+	ProjectDir string
+	Logger     zerolog.Logger
 }
 
 // Engine is ship's core wired together.
@@ -122,7 +126,11 @@ type Engine struct {
 func New(opts Options) (*Engine, error) {
 	cat := opts.Models
 	if cat == nil {
-		cat = models.Single(opts.Model, llm.Config{Model: opts.ModelName})
+		vision := llm.VisionOff
+		if opts.Vision {
+			vision = llm.VisionOn
+		}
+		cat = models.Single(opts.Model, llm.Config{Model: opts.ModelName, Vision: vision})
 	}
 	if opts.Model == nil {
 		opts.Model = cat.Default().LLM
@@ -195,6 +203,8 @@ func New(opts Options) (*Engine, error) {
 		Stream:         opts.Stream,
 		RetryBackoff:   opts.RetryBackoff,
 		MaxTokens:      opts.MaxTokens,
+		Vision:         opts.Vision,
+		ProjectDir:     opts.ProjectDir,
 		Logger:         opts.Logger,
 	})
 	if err != nil {

@@ -138,13 +138,15 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	}()
 	job := item.Value
 	audit := newAudit(r.Deliverer.Store, r.Redact, job.Request)
-	model, call := r.pickModel(item.ChatKey, job, &log)
-	res, err := r.Runtime.Run(ctx, agent.AgentRunInput{
+	model, call, vision := r.pickModel(item.ChatKey, job, &log)
+	res, err := r.runAgent(ctx, job, agent.AgentRunInput{
 		Model:        model,
 		Call:         call,
+		Vision:       vision,
 		ChatKey:      item.ChatKey,
 		Instructions: job.Instructions,
 		Preset:       job.Preset,
+		Files:        job.Files,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			switch step.Type {
 			case agent.StepToolCallDelta:
@@ -183,13 +185,25 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	return out
 }
 
-// pickModel returns the model and call options of a run (nil and none
-// without a picker) and names the model in the run's log lines.
-func (r *Runner) pickModel(chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions) {
+// pickModel returns the model, call options and whether the model takes
+// images, for a run (nil and none without a picker), and names the model
+// in the run's log lines.
+func (r *Runner) pickModel(chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions, *bool) {
 	if r.picker == nil {
-		return nil, job.LLM.CallOptions
+		return nil, job.LLM.CallOptions, nil
 	}
 	m, call := r.picker.forRun(chatKey, job.LLM, *log)
 	*log = log.With().Str("model", m.Name).Logger()
-	return m.LLM, call
+	vision := m.Config.VisionCapable()
+	return m.LLM, call, &vision
+}
+
+// runAgent runs the agent, unless the job already holds its whole answer
+// (a voice note that could not be transcribed): that answer then goes out
+// through the final-output fallback, logged like any reply.
+func (r *Runner) runAgent(ctx context.Context, job ingress.Job, in agent.AgentRunInput) (agent.AgentResult, error) {
+	if job.Answer != "" {
+		return agent.AgentResult{Success: true, Output: job.Answer, ToolCalls: []agent.ToolCallRecord{}}, nil
+	}
+	return r.Runtime.Run(ctx, in)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/journal"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
@@ -52,6 +53,11 @@ type Job struct {
 	// LLM is the model and call options the request asked for (the HTTP
 	// API's llmConfig); zero: the chat's model as configured.
 	LLM llm.Override
+	// Files are the message's stored files (images are shown to a vision
+	// model); Answer, when set, is the whole reply and the model is not
+	// run (see Prepared).
+	Files  []media.File
+	Answer string
 }
 
 // Outcome is how a queued message ended.
@@ -138,9 +144,16 @@ type Submission struct {
 	Meta map[string]any
 	// Prepare, when set, is called once the message is known to be new and
 	// to be answered, just before it is logged; what it returns replaces
-	// Message.Text. Platforms download media here, so a re-delivery or a
-	// rate-limited message never costs a download.
-	Prepare func(ctx context.Context, text string) string
+	// Message.Text, Files, Transcript and Answer. Platforms download media
+	// and transcribe voice here, so a re-delivery or a rate-limited message
+	// never costs a download.
+	Prepare func(ctx context.Context, text string) Prepared
+	// Files are the stored files the message carries (meta.files in the
+	// log); Transcript says Message.Text is a voice note's transcript
+	// (meta.transcript); Answer is handed to the Job (see Prepared).
+	Files      []media.File
+	Transcript bool
+	Answer     string
 	// OnDone, when set, is called once with the outcome of the run.
 	OnDone func(Outcome)
 	// OnStep, when set, sees every step of the run.
@@ -182,10 +195,36 @@ func (s Submission) Request() dispatch.RequestContext {
 // error (wrapping queue.ErrQueueFull or queue.ErrQueueStopped) returned for
 // a "busy" reply.
 func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
-	if s.Prepare != nil {
-		s.Message.Text = s.Prepare(ctx, s.Message.Text)
-	}
+	s.prepare(ctx)
 	return in.enqueue(ctx, s, true)
+}
+
+// Prepared is what Submission.Prepare hands back.
+type Prepared struct {
+	// Text is what the model sees and the log keeps: the message with its
+	// media described, or a voice note's transcript.
+	Text string
+	// Files are the files stored for the message.
+	Files []media.File
+	// Transcript says Text is (or starts with) a transcript.
+	Transcript bool
+	// Answer, when set, is the whole reply, sent instead of running the
+	// model: a voice note that could not be transcribed and nothing else
+	// to answer gets a plain "I could not transcribe it" instead of a
+	// model's guess at an empty message.
+	Answer string
+}
+
+// prepare runs Prepare, once.
+func (s *Submission) prepare(ctx context.Context) {
+	if s.Prepare == nil {
+		return
+	}
+	p := s.Prepare(ctx, s.Message.Text)
+	s.Prepare = nil
+	// A transcript can be longer than any typed message: the same cut.
+	text, _ := LimitText(p.Text, MaxMessageChars)
+	s.Message.Text, s.Files, s.Transcript, s.Answer = text, p.Files, p.Transcript, p.Answer
 }
 
 // enqueue journals and queues s, first logging it as a user entry when
@@ -218,7 +257,8 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			pending.Release()
 			pending = nil
 		}
-		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools, Identity: s.Identity, LLM: s.LLM}); err != nil {
+		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools, Identity: s.Identity,
+			LLM: s.LLM, Files: s.Files, Answer: s.Answer}); err != nil {
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
@@ -238,7 +278,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 	}
 	t, err := in.queue.Enqueue(queue.Item[Job]{ID: s.ID, ChatKey: s.ChatKey, Value: Job{
 		Request: req, Instructions: s.Message.Text, OnDone: onDone, OnStep: s.OnStep, Journaled: journaled,
-		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools, Identity: s.Identity, LLM: s.LLM,
+		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools, Identity: s.Identity, LLM: s.LLM, Files: s.Files, Answer: s.Answer,
 	}})
 	if err != nil {
 		if pending != nil {
@@ -303,6 +343,7 @@ func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
 		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
 		Streamed: it.Streamed,
 		LLM:      it.LLM,
+		Files:    it.Files, Answer: it.Answer,
 	}})
 	if err != nil {
 		return fmt.Errorf("queueing an interrupted message: %w", err)
@@ -327,7 +368,7 @@ func (in *Ingress) restoreUserEntry(ctx context.Context, it journal.Item) error 
 	r := it.Request
 	_, err := in.store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: r.Channel, ChatID: r.ChatID, ChatKey: it.ChatKey, UserID: r.UserID,
-		MessageID: r.MessageID, Role: chat.RoleUser, Text: it.Text, Meta: map[string]any{"restored": true},
+		MessageID: r.MessageID, Role: chat.RoleUser, Text: it.Text, Meta: withMediaMeta(map[string]any{"restored": true}, it.Files, false),
 	})
 	return err
 }
@@ -345,8 +386,27 @@ func userEntry(s Submission) (chat.ChatLogEntryV1, error) {
 		MessageID: m.MessageID,
 		Role:      chat.RoleUser,
 		Text:      m.Text,
-		Meta:      withPlatformMeta(s.Meta, m),
+		Meta:      withMediaMeta(withPlatformMeta(s.Meta, m), s.Files, s.Transcript),
 	}, nil
+}
+
+// withMediaMeta references the message's files (meta.files: kind, path
+// relative to the project, mime, bytes, name) and marks a transcript
+// (meta.transcript); the log never holds a file's bytes.
+func withMediaMeta(meta map[string]any, files []media.File, transcript bool) map[string]any {
+	if len(files) == 0 && !transcript {
+		return meta
+	}
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	if len(files) > 0 {
+		meta["files"] = files
+	}
+	if transcript {
+		meta["transcript"] = true
+	}
+	return meta
 }
 
 func withPlatformMeta(meta map[string]any, m IncomingChatMessage) map[string]any {

@@ -64,9 +64,7 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	case stateUnanswered:
 		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
 			Msg("re-delivered message was logged but never answered (crash?): running it now")
-		if s.Prepare != nil {
-			s.Message.Text = s.Prepare(ctx, s.Message.Text)
-		}
+		s.prepare(ctx)
 		t, err = in.enqueue(ctx, s, false)
 	default:
 		t, err = in.Accept(ctx, s)

@@ -20,6 +20,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -72,6 +73,11 @@ type Item struct {
 	// LLM is the model and call options the request asked for: a resumed
 	// run answers with the same.
 	LLM llm.Override `json:"llm,omitzero"`
+	// Files are the message's stored files (references, not bytes), so a
+	// resumed run still shows its images; Answer is a reply given instead
+	// of a run (see ingress.Prepared).
+	Files  []media.File `json:"files,omitempty"`
+	Answer string       `json:"answer,omitempty"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one

@@ -14,6 +14,10 @@ import (
 // the text. It rewrites such a message into one assistant message per tool
 // call, each followed by its result, which the Anthropic API accepts.
 //
+// Images come as data-URL parts (as the OpenAI client sends them) and go
+// out as base64 image blocks, the only form langchaingo's Anthropic client
+// encodes.
+//
 // It also takes an answer with no content blocks for what it is: Claude
 // may answer a tool result with nothing to add (stop_reason end_turn and
 // "content": []), which langchaingo reports as anthropic.ErrEmptyResponse;
@@ -23,7 +27,7 @@ type oneCallPerMessage struct {
 }
 
 func (m *oneCallPerMessage) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	resp, err := m.Model.GenerateContent(ctx, splitToolCalls(msgs), opts...)
+	resp, err := m.Model.GenerateContent(ctx, splitToolCalls(dataURLsToBinary(msgs)), opts...)
 	if errors.Is(err, anthropic.ErrEmptyResponse) && ctx.Err() == nil {
 		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{StopReason: "end_turn"}}}, nil
 	}

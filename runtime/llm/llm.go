@@ -46,6 +46,9 @@ type Config struct {
 	// Switch says who may switch a chat's model with /model: "private"
 	// (default), "approvers", "anyone" or "off" (see package models).
 	Switch string `json:"switch,omitempty"`
+	// Vision says whether the model is shown the images people send
+	// ("auto" by model name, true, false); see VisionCapable.
+	Vision Vision `json:"vision,omitempty"`
 }
 
 // Answer length bounds. Without a max_tokens of its own langchaingo asks

@@ -1,0 +1,54 @@
+package agent
+
+import (
+	"encoding/base64"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/media"
+)
+
+// maxImageBytes is the largest image shown to the model: Anthropic's limit
+// per image (OpenAI takes up to 20 MB). A larger one is only described.
+const maxImageBytes = 5 << 20
+
+// imageTypes are the image formats both OpenAI and Anthropic take.
+var imageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+// withImages adds the message's images to the current user message as
+// image parts (data URLs), when the model is vision-capable. The text
+// already describes every file, so an image that cannot be shown (too
+// large, a format the APIs refuse, gone from disk) is logged and left out.
+// Only the run sees the bytes: the turn kept as history holds the text.
+func (r *Runtime) withImages(user llms.MessageContent, files []media.File, vision bool, log zerolog.Logger) llms.MessageContent {
+	if !vision || len(files) == 0 {
+		return user
+	}
+	parts := slices.Clone(user.Parts)
+	for _, f := range files {
+		if f.Kind != media.KindImage {
+			continue
+		}
+		b, err := media.ReadFile(r.opts.ProjectDir, f, maxImageBytes)
+		if err != nil {
+			log.Warn().Err(err).Str("path", f.Path).Msg("image not shown to the model")
+			continue
+		}
+		// The bytes decide, not the platform's word: the APIs refuse an
+		// image whose declared type does not match.
+		mime := http.DetectContentType(b)
+		if i := strings.IndexByte(mime, ';'); i >= 0 {
+			mime = mime[:i]
+		}
+		if !slices.Contains(imageTypes, mime) {
+			log.Info().Str("path", f.Path).Str("mime", mime).Msg("image format the model APIs do not take; described only")
+			continue
+		}
+		parts = append(parts, llms.ImageURLContent{URL: "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(b)})
+	}
+	return llms.MessageContent{Role: user.Role, Parts: parts}
+}

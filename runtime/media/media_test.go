@@ -1,0 +1,79 @@
+package media_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipmyagent/ship/runtime/media"
+)
+
+func TestSaveReferencesTheFileUnderTheProject(t *testing.T) {
+	dir := t.TempDir()
+	s := media.NewStore(dir, 0)
+	f, err := s.Save(context.Background(), "qq:group:G/1", "../m1", media.KindImage, "../../evil name.png", "", bytes.NewReader([]byte("\x89PNG\r\n\x1a\n rest")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.MIME != "image/png" || f.Bytes != 13 || f.Name != "../../evil name.png" {
+		t.Errorf("file %+v", f)
+	}
+	if !strings.HasPrefix(f.Path, media.Dir+"/") || strings.Contains(f.Path, "..") || strings.Count(f.Path, "/") != 3 {
+		t.Fatalf("path %q escapes its chat folder", f.Path)
+	}
+	b, err := s.Read(f, 100)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("Read = %q, %v", b, err)
+	}
+	if _, err := s.Read(f, 4); !errors.Is(err, media.ErrTooLarge) {
+		t.Errorf("Read over max: %v", err)
+	}
+	if _, err := s.Read(media.File{Path: ".ship/files/../../ship.json"}, 100); err == nil {
+		t.Error("a path out of the files folder was read")
+	}
+}
+
+func TestSaveRefusesOverTheCapAndLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := media.NewStore(dir, 8)
+	_, err := s.Save(context.Background(), "telegram:chat:1", "5", media.KindFile, "a.bin", "", bytes.NewReader(make([]byte, 9)))
+	if !errors.Is(err, media.ErrTooLarge) {
+		t.Fatalf("err = %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".ship", "files", "*", "*"))
+	if len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if _, err := s.Save(context.Background(), "telegram:chat:1", "6", media.KindFile, "b.bin", "", bytes.NewReader(make([]byte, 8))); err != nil {
+		t.Errorf("exactly the cap: %v", err)
+	}
+}
+
+func TestPruneDropsOldestFirst(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	for i, age := range []time.Duration{40 * 24 * time.Hour, 2 * time.Hour, time.Hour} {
+		p := filepath.Join(dir, "c", string(rune('a'+i)))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, make([]byte, 10), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := media.PruneFiles(dir, 15, 30*24*time.Hour, now); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "c", "*"))
+	if len(left) != 1 || filepath.Base(left[0]) != "c" {
+		t.Errorf("left %v, want only the newest", left)
+	}
+}
