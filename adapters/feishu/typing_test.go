@@ -30,7 +30,7 @@ func (e *env) waitReactions(messageID, what string, cond func([]fakelark.Reactio
 }
 
 func TestTypingReactionIsOnWhileWorkingAndGoneAfter(t *testing.T) {
-	e := newEnv(t, setup{noStart: true})
+	e := newEnv(t, setup{noStart: true, opts: typing})
 	ev := e.lk.GroupText("oc_ty", "ou_ann", "@_user_1 think", e.lk.BotMention("@_user_1"))
 	req := trigger(e, ev)
 	stop := e.adapter.StartTyping(e.ctx(), req)
@@ -50,7 +50,7 @@ func TestTypingReactionIsOnWhileWorkingAndGoneAfter(t *testing.T) {
 // Typing never costs a reply: a refused reaction is logged and stop does
 // nothing.
 func TestTypingFailureIsNotFatal(t *testing.T) {
-	e := newEnv(t, setup{noStart: true})
+	e := newEnv(t, setup{noStart: true, opts: typing})
 	ev := e.lk.P2PText("oc_tf", "ou_ann", "hi")
 	req := trigger(e, ev)
 	e.lk.FailNext(fakelark.PathReactionCreate, 1, 231002, "no permission to react")
@@ -64,7 +64,7 @@ func TestTypingFailureIsNotFatal(t *testing.T) {
 // and only it: the users' reactions, Typing included, stay. The bot's is on
 // the second page of the listing.
 func TestClearTypingRemovesTheBotsLeftover(t *testing.T) {
-	e := newEnv(t, setup{noStart: true})
+	e := newEnv(t, setup{noStart: true, opts: typing})
 	ev := e.lk.GroupText("oc_tc", "ou_ann", "@_user_1 go", e.lk.BotMention("@_user_1"))
 	req := trigger(e, ev)
 	for i := range 55 {
@@ -76,7 +76,7 @@ func TestClearTypingRemovesTheBotsLeftover(t *testing.T) {
 		return typingBy(rs, "app", e.lk.AppID())
 	})
 
-	e2 := newEnv(t, setup{lk: e.lk, noStart: true}) // the restart
+	e2 := newEnv(t, setup{lk: e.lk, noStart: true, opts: typing}) // the restart
 	if err := e2.adapter.ClearTyping(e2.ctx(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestClearTypingRemovesTheBotsLeftover(t *testing.T) {
 // runs again: the new run's reaction survives the clean-up (Feishu may
 // hand it the leftover one), and its stop removes it.
 func TestClearTypingSparesTheRunningTypist(t *testing.T) {
-	e := newEnv(t, setup{noStart: true})
+	e := newEnv(t, setup{noStart: true, opts: typing})
 	ev := e.lk.P2PText("oc_tr", "ou_ann", "again")
 	req := trigger(e, ev)
 	e.lk.React(ev.MessageID, feishu.TypingEmoji, "app", e.lk.AppID()) // the crashed process's
@@ -118,7 +118,7 @@ func TestClearTypingSparesTheRunningTypist(t *testing.T) {
 // A stop whose context is already done still takes the reaction off, once
 // it is on.
 func TestTypingStoppedEarlyIsStillRemoved(t *testing.T) {
-	e := newEnv(t, setup{noStart: true})
+	e := newEnv(t, setup{noStart: true, opts: typing})
 	ev := e.lk.P2PText("oc_ts", "ou_ann", "quick")
 	req := trigger(e, ev)
 	done, cancel := context.WithCancel(e.ctx())
@@ -131,3 +131,6 @@ func TestTypingStoppedEarlyIsStillRemoved(t *testing.T) {
 		t.Fatalf("the reaction was not removed: %+v", e.lk.ReactionHistory(ev.MessageID))
 	}
 }
+
+// typing turns streaming on, which brings the typing reaction with it.
+func typing(o *feishu.Options) { o.Streaming = true }

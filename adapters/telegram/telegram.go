@@ -48,7 +48,7 @@ type Options struct {
 	BusyAfter time.Duration
 	ParseMode string
 	// Streaming shows replies while the model writes them (drafts in
-	// private chats, edits elsewhere).
+	// private chats, edits elsewhere) and "typing…" while a turn runs.
 	Streaming bool
 	// StreamInterval is the least time between two updates of a reply
 	// being written. 0 → DefaultStreamInterval.

@@ -17,11 +17,11 @@ import (
 const typingEvery = 4 * time.Second
 
 // StartTyping shows "typing…" in req's chat and topic until stop, renewed
-// every four seconds. stop returns once no chat action can follow it, so
+// every four seconds, unless streaming is off. stop returns once no chat action can follow it, so
 // the reply that comes next is never followed by a stray "typing…".
 func (a *Adapter) StartTyping(ctx context.Context, req dispatch.RequestContext) (stop func(context.Context)) {
 	chatID, threadID, _, err := replyTarget(req)
-	if err != nil {
+	if err != nil || !a.opts.Streaming {
 		return func(context.Context) {}
 	}
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "action": "typing"}

@@ -230,7 +230,6 @@ type liveStream struct {
 	quit   chan struct{}
 	done   chan struct{}
 	ids    []string
-	failed bool
 }
 
 func newLiveStream(ctx context.Context, rs ReplyStream, l *Live) *liveStream {
