@@ -326,21 +326,26 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 		}()
 	}
 	wg.Wait() // every run finished although one subscriber never read
+	// Reading now (while ship may still be writing the error event into a
+	// full socket), it finds the stream ended by an error event.
+	lastFrame := make(chan string, 1)
+	go func() {
+		_ = conn.SetReadDeadline(time.Now().Add(hangGuard))
+		rd := bufio.NewReaderSize(conn, 1<<20)
+		var last string
+		for {
+			line, err := rd.ReadString('\n')
+			if strings.HasPrefix(line, "data: ") {
+				last = line
+			}
+			if err != nil {
+				break
+			}
+		}
+		lastFrame <- last
+	}()
 	waitFor(t, "the stuck subscriber to be cut off", func() bool { return e.engine.Events().Subscribers() == 0 })
-	// Reading now, it finds the stream ended by an error event.
-	_ = conn.SetReadDeadline(time.Now().Add(hangGuard))
-	rd := bufio.NewReaderSize(conn, 1<<20)
-	var last string
-	for {
-		line, err := rd.ReadString('\n')
-		if strings.HasPrefix(line, "data: ") {
-			last = line
-		}
-		if err != nil {
-			break
-		}
-	}
-	if !strings.Contains(last, "SUBSCRIBER_TOO_SLOW") {
+	if last := <-lastFrame; !strings.Contains(last, "SUBSCRIBER_TOO_SLOW") {
 		t.Errorf("last frame %.200q, want the error event", last)
 	}
 }
