@@ -175,6 +175,9 @@ func TestE2EStreamedRepliesOnTelegram(t *testing.T) {
 		}
 	}
 
+	t.Logf("private chat: %d drafts (%s), then one message of %d characters", len(drafts), lengths(drafts, func(d faketelegram.Draft) string { return d.Text }), len(private[0].Text))
+	t.Logf("topic: message %d edited %d times (%s)", msg.MessageID, len(edits), lengths(edits, func(e faketelegram.Edit) string { return e.Text }))
+
 	// "typing…" while the turn ran, in the topic too, and none after the reply.
 	lastEdit := edits[len(edits)-1].At
 	var privateTyping, topicTyping int
@@ -347,4 +350,16 @@ func TestE2EKilledMidStreamEndsWithOneReply(t *testing.T) {
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d", code)
 	}
+}
+
+// lengths lists the length of each text, for the log.
+func lengths[T any](xs []T, text func(T) string) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(" → ")
+		}
+		fmt.Fprint(&b, len(text(x)))
+	}
+	return b.String()
 }
