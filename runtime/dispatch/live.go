@@ -75,7 +75,7 @@ func LiveFromContext(ctx context.Context) *Live {
 }
 
 // ToolCall notes that the run calls tool next (in the order of the step's
-// calls): a chat_send call then finishes the stream of its own arguments.
+// calls): a chat_send call then finishes the stream of its own text.
 func (l *Live) ToolCall(step int, tool string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -90,11 +90,10 @@ func (l *Live) ToolCall(step int, tool string) {
 	}
 }
 
-// ToolCallDelta feeds a piece of the arguments of the step's call number
-// idx as the model writes them; once the "text" of a chat_send shows, it
-// appears in the chat.
-func (l *Live) ToolCallDelta(ctx context.Context, step, idx int, tool, args string) {
-	if tool != ChatSendTool {
+// Writing shows text, the reply the step's call number idx has written so
+// far (see ReplyTexts), in the chat, where the platform can.
+func (l *Live) Writing(ctx context.Context, step, idx int, text string) {
+	if text == "" {
 		return
 	}
 	l.mu.Lock()
@@ -120,10 +119,7 @@ func (l *Live) ToolCallDelta(ctx context.Context, step, idx int, tool, args stri
 		}
 		l.streams[k] = s
 	}
-	s.args += args
-	if text, ok := PartialText(s.args); ok && text != "" {
-		s.set(text)
-	}
+	s.set(text)
 }
 
 func (l *Live) takeResumeLocked() []string {
@@ -221,7 +217,6 @@ func (l *Live) Close(ctx context.Context, keep bool) {
 type liveStream struct {
 	rs   ReplyStream
 	live *Live
-	args string // the call's arguments so far (guarded by live.mu)
 
 	mu     sync.Mutex
 	latest string

@@ -103,11 +103,12 @@ func TestChatSendIsShownWhileWrittenThenFinishedInPlace(t *testing.T) {
 	c := newStreamingChat()
 	var visible [][]string
 	ctx, l, d := liveSetup(t, c, LiveOptions{Visible: func(ids []string) error { visible = append(visible, ids); return nil }})
-	l.ToolCallDelta(ctx, 1, 0, ChatSendTool, `{"text":"Hel`)
+	var rt ReplyTexts
+	feed(ctx, l, &rt, 1, 0, ChatSendTool, `{"text":"Hel`)
 	if got := <-c.shown; got != "Hel" {
 		t.Fatalf("first shown %q", got)
 	}
-	l.ToolCallDelta(ctx, 1, 0, ChatSendTool, `lo there"}`)
+	feed(ctx, l, &rt, 1, 0, ChatSendTool, `lo there"}`)
 	l.ToolCall(1, ChatSendTool)
 	if err := d.Deliver(ctx, "Hello there", ViaChatSend); err != nil {
 		t.Fatal(err)
@@ -134,7 +135,8 @@ func TestChatSendIsShownWhileWrittenThenFinishedInPlace(t *testing.T) {
 func TestOtherToolsAndOtherCallsAreNotStreamed(t *testing.T) {
 	c := newStreamingChat()
 	ctx, l, d := liveSetup(t, c, LiveOptions{})
-	l.ToolCallDelta(ctx, 1, 0, "exec_shell", `{"text":"ls"}`)
+	var rt ReplyTexts
+	feed(ctx, l, &rt, 1, 0, "exec_shell", `{"text":"ls"}`)
 	l.ToolCall(1, "exec_shell")
 	l.ToolCall(1, ChatSendTool) // call 1 of the step, never streamed
 	if err := d.Deliver(ctx, "done", ViaChatSend); err != nil {
@@ -165,7 +167,8 @@ func TestUnfinishedStreamIsRemovedUnlessTheRunResumes(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		c := newStreamingChat()
 		ctx, l, _ := liveSetup(t, c, LiveOptions{})
-		l.ToolCallDelta(ctx, 1, 0, ChatSendTool, `{"text":"half`)
+		var rt ReplyTexts
+		feed(ctx, l, &rt, 1, 0, ChatSendTool, `{"text":"half`)
 		<-c.shown
 		l.Close(ctx, keep)
 		removed := slices.Contains(c.log(), "abandon m1")
@@ -179,8 +182,9 @@ func TestAChatThatDeclinesStreamingGetsWholeReplies(t *testing.T) {
 	c := newStreamingChat()
 	c.decline = true
 	ctx, l, d := liveSetup(t, c, LiveOptions{})
-	l.ToolCallDelta(ctx, 1, 0, ChatSendTool, `{"text":"a`)
-	l.ToolCallDelta(ctx, 1, 0, ChatSendTool, `bc"}`)
+	var rt ReplyTexts
+	feed(ctx, l, &rt, 1, 0, ChatSendTool, `{"text":"a`)
+	feed(ctx, l, &rt, 1, 0, ChatSendTool, `bc"}`)
 	l.ToolCall(1, ChatSendTool)
 	if err := d.Deliver(ctx, "abc", ViaChatSend); err != nil {
 		t.Fatal(err)
@@ -190,5 +194,13 @@ func TestAChatThatDeclinesStreamingGetsWholeReplies(t *testing.T) {
 	}
 	if got := c.log(); !slices.Contains(got, "send abc") {
 		t.Errorf("the chat went through %q; want the reply sent whole", got)
+	}
+}
+
+// feed hands a piece of a call's streamed arguments to l as the runner
+// does: decoded once (by rt) into the reply's text so far.
+func feed(ctx context.Context, l *Live, rt *ReplyTexts, step, idx int, tool, piece string) {
+	if text, ok := rt.Feed(step, idx, tool, piece); ok {
+		l.Writing(ctx, step, idx, text)
 	}
 }

@@ -7,6 +7,29 @@ import (
 	"unicode/utf8"
 )
 
+// ReplyTexts decodes the text of a run's chat_send calls from their
+// arguments as the model streams them: once, for everyone who shows it
+// while it is written (the event stream, the chat). A run's steps come from
+// one goroutine, so it needs no lock.
+type ReplyTexts struct {
+	args map[[2]int]string // by step and call index
+}
+
+// Feed adds a piece of the arguments of call idx of step and returns the
+// reply's text so far; ok is false for other tools and before the text
+// starts.
+func (r *ReplyTexts) Feed(step, idx int, tool, piece string) (text string, ok bool) {
+	if tool != ChatSendTool {
+		return "", false
+	}
+	if r.args == nil {
+		r.args = map[[2]int]string{}
+	}
+	k := [2]int{step, idx}
+	r.args[k] += piece
+	return PartialText(r.args[k])
+}
+
 // PartialText decodes as much of the "text" string of a JSON object
 // as has arrived, so a reply can be shown while it is being written.
 func PartialText(s string) (string, bool) {

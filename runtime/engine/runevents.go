@@ -35,8 +35,7 @@ type runEvents struct {
 type replyStream struct {
 	id   string
 	idx  int
-	args string
-	sent int // runes of the decoded text already published
+	sent int // runes of the text already published
 }
 
 func newRunEvents(bus *events.Bus, item queue.Item[ingress.Job]) *runEvents {
@@ -89,24 +88,6 @@ func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 		r.content(r.textID(ev.Step), -1, "")
 		r.textStep = 0
 		r.shown[ev.Text] = true
-	case agent.StepToolCallDelta:
-		if ev.Tool != dispatch.ChatSendTool {
-			return
-		}
-		key := fmt.Sprintf("%d/%d", ev.Step, ev.CallIndex)
-		rs := r.replies[key]
-		if rs == nil {
-			rs = &replyStream{id: fmt.Sprintf("%s-r%d-%d", r.base.TaskID, ev.Step, ev.CallIndex)}
-			r.replies[key] = rs
-		}
-		rs.args += ev.Text
-		if text, ok := dispatch.PartialText(rs.args); ok {
-			if runes := []rune(text); len(runes) > rs.sent {
-				r.content(rs.id, rs.idx, string(runes[rs.sent:]))
-				rs.idx++
-				rs.sent = len(runes)
-			}
-		}
 	case agent.StepToolCall:
 		r.publish(events.Event{Type: events.TypeAbilityRequest, CallID: ev.CallID, AbilityID: ev.Tool, Input: ev.Input})
 		r.publish(events.Event{Type: events.TypeToolCall, CallID: ev.CallID, Tool: ev.Tool, Input: ev.Input})
@@ -131,6 +112,24 @@ func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 		if ev.Tool == dispatch.ChatSendTool {
 			r.replyDone(fmt.Sprintf("%d/%d", ev.Step, idx), ev)
 		}
+	}
+}
+
+// replyText publishes what is new in text, the reply the step's call
+// number idx has written so far (see dispatch.ReplyTexts).
+func (r *runEvents) replyText(step, idx int, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := fmt.Sprintf("%d/%d", step, idx)
+	rs := r.replies[key]
+	if rs == nil {
+		rs = &replyStream{id: fmt.Sprintf("%s-r%d-%d", r.base.TaskID, step, idx)}
+		r.replies[key] = rs
+	}
+	if runes := []rune(text); len(runes) > rs.sent {
+		r.content(rs.id, rs.idx, string(runes[rs.sent:]))
+		rs.idx++
+		rs.sent = len(runes)
 	}
 }
 

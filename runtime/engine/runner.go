@@ -138,6 +138,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	}()
 	job := item.Value
 	audit := newAudit(r.Deliverer.Store, r.Redact, job.Request)
+	var replies dispatch.ReplyTexts
 	model, call, vision := r.pickModel(item.ChatKey, job, &log)
 	res, err := r.runAgent(ctx, job, agent.AgentRunInput{
 		Model:        model,
@@ -150,7 +151,10 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			switch step.Type {
 			case agent.StepToolCallDelta:
-				live.ToolCallDelta(ctx, step.Step, step.CallIndex, step.Tool, step.Text)
+				if text, ok := replies.Feed(step.Step, step.CallIndex, step.Tool, step.Text); ok {
+					ev.replyText(step.Step, step.CallIndex, text)
+					live.Writing(ctx, step.Step, step.CallIndex, text)
+				}
 			case agent.StepToolCall:
 				live.ToolCall(step.Step, step.Tool)
 			}
