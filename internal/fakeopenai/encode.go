@@ -169,9 +169,11 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	if !delta(outDelta{Role: "assistant", Content: &empty}, nil) {
 		return
 	}
-	pieces := splitWords(rp.resp.Content, maxChunkText)
+	var pieces []string
 	if pace.Bytes > 0 {
 		pieces = splitBytes(rp.resp.Content, pace.Bytes)
+	} else {
+		pieces = splitWords(rp.resp.Content, maxChunkText)
 	}
 	for _, p := range pieces {
 		if !delta(outDelta{Content: &p}, nil) {
@@ -183,9 +185,11 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 		if !delta(outDelta{ToolCalls: []outToolCall{first}}, nil) {
 			return
 		}
-		frags := splitArguments(tc.Arguments)
+		var frags []string
 		if pace.Bytes > 0 {
 			frags = splitBytes(tc.Arguments, pace.Bytes)
+		} else {
+			frags = splitArguments(tc.Arguments)
 		}
 		for _, frag := range frags {
 			part := outToolCall{Index: &i, Function: wireFunction{Arguments: frag}}
@@ -311,18 +315,7 @@ func splitArguments(args string) []string {
 	if parts < 1 {
 		return nil
 	}
-	size := max((len(args)+parts-1)/parts, 1)
-	size = min(size, maxFragment)
-	var out []string
-	for len(args) > 0 {
-		cut := min(size, len(args))
-		for cut < len(args) && !utf8.RuneStart(args[cut]) {
-			cut++
-		}
-		out = append(out, args[:cut])
-		args = args[cut:]
-	}
-	return out
+	return splitBytes(args, min((len(args)+parts-1)/parts, maxFragment))
 }
 
 // splitBytes cuts s into pieces of about n bytes, on rune boundaries.
