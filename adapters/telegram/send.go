@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -139,11 +140,8 @@ func (s *sender) pruneLocked() {
 // the rate limiters allow it.
 func (s *sender) wait(ctx context.Context, chatID int64, group bool) error {
 	p := s.pace(chatID, group)
-	s.mu.Lock()
-	until := p.until
-	s.mu.Unlock()
-	if d := time.Until(until); d > 0 && !adapters.SleepCtx(ctx, d) {
-		return ctx.Err()
+	if err := s.sleepPause(ctx, chatID); err != nil {
+		return err
 	}
 	if err := p.lim.Wait(ctx); err != nil {
 		return err
@@ -180,14 +178,7 @@ func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, gr
 		if err := s.wait(ctx, chatID, group); err != nil {
 			return 0, fmt.Errorf("telegram send: %w", err)
 		}
-		p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "text": text}
-		if threadID != 0 {
-			p["message_thread_id"] = strconv.FormatInt(threadID, 10)
-		}
-		if replyTo != 0 {
-			p["reply_to_message_id"] = strconv.FormatInt(replyTo, 10)
-			p["allow_sending_without_reply"] = "true"
-		}
+		p := messageParams(chatID, threadID, replyTo, text)
 		if parseMode != "" {
 			p["parse_mode"] = parseMode
 		}
@@ -239,4 +230,27 @@ func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, gr
 			return 0, fmt.Errorf("telegram send gave up after %d attempts: %w", attempt, err)
 		}
 	}
+}
+
+// messageParams are sendMessage's parameters for text in chatID's topic
+// threadID (0: none), replying to replyTo (0: none) if it still exists.
+func messageParams(chatID, threadID, replyTo int64, text string) tgbotapi.Params {
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "text": text}
+	if threadID != 0 {
+		p["message_thread_id"] = strconv.FormatInt(threadID, 10)
+	}
+	if replyTo != 0 {
+		p["reply_to_message_id"] = strconv.FormatInt(replyTo, 10)
+		p["allow_sending_without_reply"] = "true"
+	}
+	return p
+}
+
+// messageID reads the message_id of a sent Message.
+func messageID(res json.RawMessage) int64 {
+	var m struct {
+		MessageID int64 `json:"message_id"`
+	}
+	_ = json.Unmarshal(res, &m)
+	return m.MessageID
 }

@@ -188,16 +188,9 @@ func gone(err error) bool {
 // sendOnce sends a message with one attempt, for a preview: a 429 comes
 // back as *dispatch.RetryAfter and pauses the chat.
 func (s *sender) sendOnce(ctx context.Context, chatID, threadID, replyTo int64, text string) (int64, error) {
-	p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "text": text}
-	if threadID != 0 {
-		p["message_thread_id"] = strconv.FormatInt(threadID, 10)
-	}
-	if replyTo != 0 {
-		p["reply_to_message_id"] = strconv.FormatInt(replyTo, 10)
-		p["allow_sending_without_reply"] = "true"
-	}
 	var id int64
-	err := s.callResult(ctx, chatID, "sendMessage", p, false, func(res []byte) { id = messageID(res) })
+	err := s.callResult(ctx, chatID, "sendMessage", messageParams(chatID, threadID, replyTo, text), false,
+		func(res []byte) { id = messageID(res) })
 	return id, err
 }
 
@@ -274,8 +267,16 @@ func (s *sender) pausedUntil(chatID int64) time.Time {
 // waitPause waits out chatID's flood pause and the global limiter. Edits
 // skip the per-chat limiter: the stream paces them itself.
 func (s *sender) waitPause(ctx context.Context, chatID int64) error {
+	if err := s.sleepPause(ctx, chatID); err != nil {
+		return err
+	}
+	return s.global.Wait(ctx)
+}
+
+// sleepPause waits out chatID's flood pause (retry_after), if any.
+func (s *sender) sleepPause(ctx context.Context, chatID int64) error {
 	if d := time.Until(s.pausedUntil(chatID)); d > 0 && !adapters.SleepCtx(ctx, d) {
 		return ctx.Err()
 	}
-	return s.global.Wait(ctx)
+	return nil
 }

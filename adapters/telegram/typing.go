@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
@@ -61,13 +60,4 @@ func (a *Adapter) StartTyping(ctx context.Context, req dispatch.RequestContext) 
 			cancel()
 		})
 	}
-}
-
-// messageID reads the message_id of a sent Message.
-func messageID(res json.RawMessage) int64 {
-	var m struct {
-		MessageID int64 `json:"message_id"`
-	}
-	_ = json.Unmarshal(res, &m)
-	return m.MessageID
 }
