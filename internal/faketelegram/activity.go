@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // ChatAction records one successful sendChatAction call.
@@ -59,14 +58,8 @@ func (s *Server) sendChatAction(rq *request) (any, *apiError) {
 // fake's own.
 func (s *Server) sendMessageDraft(rq *request) (any, *apiError) {
 	text := rq.p["text"]
-	plain, e := formatted(text, rq.p["parse_mode"])
-	switch {
-	case e != nil:
+	if _, e := messageText(text, rq.p["parse_mode"]); e != nil {
 		return nil, e
-	case plain == "":
-		return nil, badRequest("message text is empty")
-	case utf8.RuneCountInString(plain) > maxTextLen:
-		return nil, badRequest("message is too long")
 	}
 	chatID, e := s.resolveChat(rq.p)
 	if e != nil {

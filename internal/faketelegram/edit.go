@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // botMsg is what the fake keeps about a message the bot sent.
@@ -95,14 +94,9 @@ func (t newText) key() string {
 func (s *Server) editMessageText(rq *request) (any, *apiError) {
 	t := newText{source: rq.p["text"], mode: rq.p["parse_mode"]}
 	var e *apiError
-	t.plain, e = formatted(t.source, t.mode)
-	switch {
-	case e != nil:
+	t.plain, e = messageText(t.source, t.mode)
+	if e != nil {
 		return nil, e
-	case t.plain == "":
-		return nil, badRequest("message text is empty")
-	case utf8.RuneCountInString(t.plain) > maxTextLen:
-		return nil, badRequest("message is too long")
 	}
 	return s.edit(rq, "editMessageText", &t)
 }

@@ -153,17 +153,27 @@ func (s *Server) sendMessage(rq *request) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	plain, e := formatted(text, rq.p["parse_mode"])
-	switch {
-	case e != nil:
+	plain, e := messageText(text, rq.p["parse_mode"])
+	if e != nil {
 		return nil, e
-	case plain == "":
-		return nil, badRequest("message text is empty")
-	case utf8.RuneCountInString(plain) > maxTextLen:
-		return nil, badRequest("message is too long")
 	}
 	o.plain, o.isText = plain, true
 	return s.deliver(rq, o, func(m map[string]any) { m["text"] = plain })
+}
+
+// messageText checks a message's text as the real server does (markup
+// parsed, 1 to 4096 characters once parsed) and returns it as shown.
+func messageText(text, mode string) (string, *apiError) {
+	plain, e := formatted(text, mode)
+	switch {
+	case e != nil:
+		return "", e
+	case plain == "":
+		return "", badRequest("message text is empty")
+	case utf8.RuneCountInString(plain) > maxTextLen:
+		return "", badRequest("message is too long")
+	}
+	return plain, nil
 }
 
 // sendMedia serves sendPhoto and sendDocument: field holds a multipart
