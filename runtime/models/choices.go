@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/google/renameio/v2"
 	"github.com/rs/zerolog"
+	"github.com/shipmyagent/ship/runtime/statefile"
 )
 
 // Choice is the model a chat switched to.
@@ -116,20 +115,7 @@ func (c *Choices) write(chats map[string]Choice) error {
 	if err != nil {
 		return fmt.Errorf("encoding model choices: %w", err)
 	}
-	dir := filepath.Dir(c.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("saving model choices: %w", err)
-	}
-	if err := renameio.WriteFile(c.path, append(data, '\n'), 0o600, renameio.WithTempDir(dir)); err != nil {
-		return fmt.Errorf("saving model choices: %w", err)
-	}
-	// renameio syncs the file; the rename itself lives in the folder.
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("saving model choices: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := statefile.Write(c.path, append(data, '\n')); err != nil {
 		return fmt.Errorf("saving model choices: %w", err)
 	}
 	return nil

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/shipmyagent/ship/runtime/statefile"
 )
 
 // StateFile is the scheduler's bookkeeping in the task folder.
@@ -77,21 +76,8 @@ func writeState(path string, st state) error {
 	if err != nil {
 		return fmt.Errorf("encoding task state: %w", err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating the task folder: %w", err)
-	}
-	if err := renameio.WriteFile(path, append(data, '\n'), 0o600, renameio.WithTempDir(dir)); err != nil {
+	if err := statefile.Write(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("writing task state: %w", err)
-	}
-	// renameio syncs the file; the rename itself lives in the folder.
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing the task folder: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing the task folder: %w", err)
 	}
 	return nil
 }
