@@ -68,15 +68,11 @@ func setConfig(t *testing.T, dir, key, section string) {
 func TestE2EApprovalInATelegramTopic(t *testing.T) {
 	const token = "4242:e2e-approval-token"
 	const group, topic = int64(-100900), int64(5)
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	fake := startFake(t, fakeopenai.RunCommands)
 	dir := initProject(t)
 	setTools(t, dir, fmt.Sprintf(approvalTools, 600))
-	env := modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL())
+	env := modelEnv(fake, telegramEnv(tg, token)...)
 	p := startShip(t, dir, env)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*hangGuard)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
-	"github.com/shipmyagent/ship/internal/faketelegram"
 )
 
 // TestE2EContactSend: a Telegram user writes to the bot; later someone
@@ -17,14 +16,10 @@ import (
 // offered.
 func TestE2EContactSend(t *testing.T) {
 	const token = "4242:e2e-contacts-token"
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	fake := startFake(t, fakeopenai.RunCommands)
 	dir := initProject(t)
-	p := startShip(t, dir, modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL()))
+	p := startShip(t, dir, modelEnv(fake, telegramEnv(tg, token)...))
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 

@@ -82,11 +82,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 
 	// The platform and the model live for the whole test: they outlive
 	// every ship process.
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	model := newCrashModel(seed+1, crashModelMs*time.Millisecond)
 	fake, err := fakeopenai.StartWithOptions(model.handle, fakeopenai.Options{MaxRecorded: 8})
 	if err != nil {
@@ -95,7 +91,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 	t.Cleanup(fake.Close)
 
 	dir := initProject(t)
-	env := append(modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL()),
+	env := append(modelEnv(fake, telegramEnv(tg, token)...),
 		"SHIP_LOG_LEVEL=info") // the last value wins; debug lines would drown a failure report
 	var procs []*shipProc
 	start := func() *shipProc {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/faketelegram"
 	"github.com/shipmyagent/ship/internal/logbuf"
 )
 
@@ -86,6 +87,23 @@ func modelEnv(fake *fakeopenai.Server, extra ...string) []string {
 	env := append(baseEnv(), "LLM_PROVIDER=openai", "LLM_API_KEY=test-key",
 		"LLM_BASE_URL="+fake.BaseURL(), "LLM_MODEL=fake", "SHIP_LOG_LEVEL=debug")
 	return append(env, extra...)
+}
+
+// startTelegram starts a Telegram Bot API fake for the bot token, closed
+// with the test.
+func startTelegram(t *testing.T, token string) *faketelegram.Server {
+	t.Helper()
+	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+// telegramEnv points ship at tg as the bot token's Telegram.
+func telegramEnv(tg *faketelegram.Server, token string) []string {
+	return []string{"TELEGRAM_BOT_TOKEN=" + token, "TELEGRAM_API_BASE=" + tg.URL()}
 }
 
 // startFake starts a fake model answering with h (echo when nil).

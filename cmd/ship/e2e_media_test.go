@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
-	"github.com/shipmyagent/ship/internal/faketelegram"
 )
 
 // jpegBytes is enough of a JPEG for content sniffing.
@@ -20,18 +19,14 @@ var jpegBytes = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00 an e2e photo")
 // configured as the README says (environment only).
 func TestE2ETelegramPhotoAndVoice(t *testing.T) {
 	const token, sttKey = "4243:e2e-media-token", "sk-e2e-stt-key-never-shown"
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	fake := startFake(t, nil)
 	fake.SetTranscriber(func(tr fakeopenai.Transcription) fakeopenai.TranscriptionResponse {
 		return fakeopenai.TranscriptionResponse{Text: "please summarise the photo"}
 	})
 	dir := initProject(t)
-	p := startShip(t, dir, modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL(),
-		"LLM_VISION=true", "STT_BASE_URL="+fake.BaseURL(), "STT_API_KEY="+sttKey))
+	p := startShip(t, dir, modelEnv(fake, append(telegramEnv(tg, token),
+		"LLM_VISION=true", "STT_BASE_URL="+fake.BaseURL(), "STT_API_KEY="+sttKey)...))
 
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -78,14 +73,10 @@ func TestE2ETelegramPhotoAndVoice(t *testing.T) {
 // model whose name is not a vision model's gets the photo described.
 func TestE2ENonVisionModelGetsTheDescription(t *testing.T) {
 	const token = "4244:e2e-media-token"
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	fake := startFake(t, nil)
 	dir := initProject(t)
-	p := startShip(t, dir, modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL()))
+	p := startShip(t, dir, modelEnv(fake, telegramEnv(tg, token)...))
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := tg.WaitPolling(ctx); err != nil {

@@ -17,11 +17,7 @@ import (
 // the fake receives for that chat only, and the choice survives a restart.
 func TestE2EModelPerChat(t *testing.T) {
 	const token = "4242:e2e-models-token"
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	fake := startFake(t, nil)
 	dir := initProject(t)
 	// The operator adds a second model of the same service to ship.json;
@@ -40,7 +36,7 @@ func TestE2EModelPerChat(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL())
+	env := modelEnv(fake, telegramEnv(tg, token)...)
 	p := startShip(t, dir, env)
 
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)

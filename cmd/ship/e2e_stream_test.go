@@ -65,16 +65,12 @@ func longText(n int) string {
 
 func startStreamingShip(t *testing.T, token string) (*faketelegram.Server, *shipProc, string, []string) {
 	t.Helper()
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	fake := startFake(t, slowWriter)
 	dir := initProject(t)
 	// Two chats are written to side by side (no "busy" notes).
 	setConfig(t, dir, "queue", `{"concurrency": 4}`)
-	env := modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL())
+	env := modelEnv(fake, telegramEnv(tg, token)...)
 	return tg, startShip(t, dir, env), dir, env
 }
 

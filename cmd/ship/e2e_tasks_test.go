@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
-	"github.com/shipmyagent/ship/internal/faketelegram"
 )
 
 // writeTask writes dir/.ship/tasks/<name>.md, last changed at mod.
@@ -94,11 +93,7 @@ func TestE2ETaskCommands(t *testing.T) {
 // and does not take the slot again.
 func TestE2ETaskKilledMidRunIsNotPostedTwice(t *testing.T) {
 	const token = "4244:e2e-tasks-token"
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce)
@@ -114,7 +109,7 @@ func TestE2ETaskKilledMidRunIsNotPostedTwice(t *testing.T) {
 		}
 		return fakeopenai.EchoChatSend(r)
 	})
-	env := modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL())
+	env := modelEnv(fake, telegramEnv(tg, token)...)
 	dir := initProject(t)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()

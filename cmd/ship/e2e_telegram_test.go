@@ -14,14 +14,10 @@ import (
 // the bot token and the Bot API base in the environment, nothing else.
 func TestE2ETelegram(t *testing.T) {
 	const token = "4242:e2e-telegram-token"
-	tg, err := faketelegram.Start(faketelegram.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tg.Close)
+	tg := startTelegram(t, token)
 	fake := startFake(t, nil)
 	dir := initProject(t)
-	p := startShip(t, dir, modelEnv(fake, "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_BASE="+tg.URL()))
+	p := startShip(t, dir, modelEnv(fake, telegramEnv(tg, token)...))
 
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -33,7 +29,7 @@ func TestE2ETelegram(t *testing.T) {
 	// The topic's reply is streamed: sent, then edited to its final text.
 	got := map[string]faketelegram.Sent{}
 	var sent []faketelegram.Sent
-	err = tg.Wait(ctx, func() bool {
+	err := tg.Wait(ctx, func() bool {
 		sent = tg.Shown()
 		for _, s := range sent {
 			got[s.Text] = s
