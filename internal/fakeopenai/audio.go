@@ -2,7 +2,6 @@ package fakeopenai
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -67,14 +66,7 @@ func cloneTranscription(t Transcription) Transcription {
 // {"text": …} for response_format json (the default) or the bare text for
 // "text".
 func (s *Server) serveTranscription(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
-			message: fmt.Sprintf("Invalid method for URL (%s %s)", req.Method, req.URL.Path)})
-		return
-	}
-	if e := s.checkAuth(req); e != nil {
-		writeError(w, e)
+	if !s.admitPost(w, req) {
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || mt != "multipart/form-data" {

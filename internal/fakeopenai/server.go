@@ -113,14 +113,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 			message: fmt.Sprintf("Invalid URL (%s %s)", req.Method, req.URL.Path)})
 		return
 	}
-	if req.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
-			message: fmt.Sprintf("Invalid method for URL (%s %s)", req.Method, req.URL.Path)})
-		return
-	}
-	if e := s.checkAuth(req); e != nil {
-		writeError(w, e)
+	if !s.admitPost(w, req) {
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil ||
@@ -150,6 +143,22 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	s.answer(req.Context(), w, r)
+}
+
+// admitPost answers a request that is not a POST or lacks the API key as
+// the real API does, and reports whether the request may go on.
+func (s *Server) admitPost(w http.ResponseWriter, req *http.Request) bool {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
+			message: fmt.Sprintf("Invalid method for URL (%s %s)", req.Method, req.URL.Path)})
+		return false
+	}
+	if e := s.checkAuth(req); e != nil {
+		writeError(w, e)
+		return false
+	}
+	return true
 }
 
 func (s *Server) checkAuth(req *http.Request) *apiError {
