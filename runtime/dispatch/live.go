@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -199,15 +200,12 @@ func (l *Live) Close(ctx context.Context, keep bool) {
 	// The run's own context may be done (timed out); cleaning up is not.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if st, ok := disp.(Streamer); ok && len(resume) > 0 {
-		if rs, ok := st.OpenStream(ctx, l.req, resume); ok {
-			open = append(open, rs)
-		}
-	}
+	errs := []error{RemoveShown(ctx, disp, l.req, resume)}
 	for _, rs := range open {
-		if err := rs.Abandon(ctx); err != nil {
-			l.log.Warn().Err(err).Str("chatKey", l.req.ChatKey).Msg("removing an unfinished streamed reply")
-		}
+		errs = append(errs, rs.Abandon(ctx))
+	}
+	if err := errors.Join(errs...); err != nil {
+		l.log.Warn().Err(err).Str("chatKey", l.req.ChatKey).Msg("removing an unfinished streamed reply")
 	}
 }
 

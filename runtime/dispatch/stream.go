@@ -43,6 +43,21 @@ type ReplyStream interface {
 	Interval() time.Duration
 }
 
+// RemoveShown takes the messages (ids) of a reply left unfinished out of
+// req's chat (after a run that failed, or a crash), where d can stream;
+// elsewhere there is nothing to remove.
+func RemoveShown(ctx context.Context, d Dispatcher, req RequestContext, ids []string) error {
+	st, ok := d.(Streamer)
+	if !ok || len(ids) == 0 {
+		return nil
+	}
+	rs, ok := st.OpenStream(ctx, req, ids)
+	if !ok {
+		return nil
+	}
+	return rs.Abandon(ctx)
+}
+
 // RetryAfter is a platform's request to wait (Telegram's 429 retry_after).
 type RetryAfter struct {
 	Wait time.Duration

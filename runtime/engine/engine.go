@@ -421,16 +421,8 @@ func (e *Engine) clearTyping(it journal.Item, log zerolog.Logger) {
 // truncated reply must not stay as if it were the answer.
 func (e *Engine) removeStreamed(it journal.Item, log zerolog.Logger) {
 	d, _ := e.registry.Lookup(it.Request.Channel)
-	st, ok := d.(dispatch.Streamer)
-	if !ok {
-		return
-	}
 	e.goBackground(func(ctx context.Context) {
-		rs, ok := st.OpenStream(ctx, it.Request, it.Streamed)
-		if !ok {
-			return
-		}
-		if err := rs.Abandon(ctx); err != nil {
+		if err := dispatch.RemoveShown(ctx, d, it.Request, it.Streamed); err != nil {
 			log.Warn().Err(err).Msg("recovery: removing an unfinished streamed reply")
 		}
 	})
