@@ -20,6 +20,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/mcp"
+	"github.com/shipmyagent/ship/server/console"
 )
 
 // Defaults for Options left at zero.
@@ -70,7 +71,17 @@ type Options struct {
 	// MaxInstructionChars caps instructions in Unicode code points;
 	// 0 → 10,000.
 	MaxInstructionChars int
-	Logger              zerolog.Logger
+	// Console serves the web console at / (see package console).
+	Console bool
+	// ConsoleRole is the tool-policy role the console's user acts as when
+	// answering approvals; "" lets it show them only.
+	ConsoleRole string
+	// ProjectDir is the project folder (the console shows received images
+	// from .ship/files in it).
+	ProjectDir string
+	// Redact removes known secrets from error text the console shows.
+	Redact func(string) string
+	Logger zerolog.Logger
 }
 
 // Server serves the HTTP API. Create it with New.
@@ -89,6 +100,8 @@ type Server struct {
 	// request is still being answered.
 	mu       sync.Mutex
 	inflight map[runKey]*collector
+
+	console *console.Console // nil when Options.Console is off
 }
 
 // New builds the server and registers its dispatcher for the api channel
@@ -141,6 +154,19 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /api/chats/{chatKey}/messages", s.handleMessages)
 	mux.HandleFunc("GET /api/tasks", s.handleTasks)
 	mux.HandleFunc("POST /api/tasks/{name}/run", s.handleRunTask)
+	if opts.Console {
+		c, err := console.New(console.Options{
+			Engine: e, Token: opts.Token, Version: opts.Version, Started: opts.Started,
+			Adapters: opts.Adapters, MCP: opts.MCP, Tasks: opts.Tasks, Events: s.serveEvents,
+			Role: opts.ConsoleRole, ProjectDir: opts.ProjectDir, Redact: opts.Redact,
+			MaxMessageChars: opts.MaxInstructionChars, Logger: opts.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		c.Register(mux)
+		s.console = c
+	}
 	for pattern, h := range opts.Webhooks {
 		if strings.HasPrefix(strings.TrimPrefix(pattern, "POST "), "/api/") {
 			return nil, fmt.Errorf("server: webhook route %q must not be under /api/", pattern)
@@ -160,7 +186,14 @@ func New(opts Options) (*Server, error) {
 
 // CloseStreams ends every open event stream; register it with
 // http.Server.RegisterOnShutdown so Shutdown need not wait for them.
-func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
+func (s *Server) CloseStreams() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		if s.console != nil {
+			s.console.Close()
+		}
+	})
+}
 
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler { return s.handler }

@@ -21,7 +21,12 @@ const (
 // handleSSE serves GET /api/sse (every run, whatever its channel) and GET
 // /api/sse/{key} (one chat, by chatKey, or one run, by taskId).
 func (s *Server) handleSSE(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
+	s.serveEvents(w, r, r.PathValue("key"))
+}
+
+// serveEvents streams the events of key (a chatKey or taskId; "" for
+// all), resuming after Last-Event-ID: the API's and the console's stream.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key string) {
 	var filter func(events.Event) bool
 	if key != "" {
 		filter = func(e events.Event) bool { return e.ChatKey == key || e.TaskID == key }

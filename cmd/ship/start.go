@@ -180,6 +180,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         mcpServers.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,
+		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, ProjectDir: cfg.Dir, Redact: shell.Redact,
 	})
 	if err != nil {
 		_, _ = eng.Close(ctx)
@@ -225,7 +226,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
-	printReady(cmd.OutOrStdout(), ln.Addr().String(), modelName, cfg.Dir, time.Since(started))
+	printReady(cmd.OutOrStdout(), ln.Addr().String(), modelName, cfg.Dir, time.Since(started), cfg.Server.ConsoleOn())
 
 	select {
 	case <-ctx.Done():
@@ -294,8 +295,11 @@ func shutdown(httpSrv *http.Server, eng *engine.Engine, log zerolog.Logger) erro
 	return nil
 }
 
-func printReady(w io.Writer, addr, model, dir string, took time.Duration) {
+func printReady(w io.Writer, addr, model, dir string, took time.Duration, console bool) {
 	fmt.Fprintf(w, "ship %s is running (model %s, project %s, ready in %s)\n", version, model, dir, took.Round(time.Millisecond))
+	if console {
+		fmt.Fprintf(w, "Open the console: http://%s/\n", addr)
+	}
 	fmt.Fprintf(w, "Send it a message:\n  curl -s http://%s/api/execute -H 'Content-Type: application/json' -d '{\"instructions\":\"hello\"}'\n", addr)
 	fmt.Fprintf(w, "Press Ctrl+C to stop.\n")
 }

@@ -61,7 +61,16 @@ type ServerConfig struct {
 	// CORSOrigins may call the API from a browser ("*" for any); none by
 	// default.
 	CORSOrigins []string `json:"corsOrigins,omitempty"`
+	// Console serves the web console at / (default true).
+	Console *bool `json:"console,omitempty"`
+	// ConsoleRole is the tool-policy role the console's user acts as when
+	// answering approvals; none means the console shows approvals but
+	// cannot decide them.
+	ConsoleRole string `json:"consoleRole,omitempty"`
 }
+
+// ConsoleOn reports whether the web console is served.
+func (s ServerConfig) ConsoleOn() bool { return s.Console == nil || *s.Console }
 
 // QueueConfig is the global QueryQueue.
 type QueueConfig struct {

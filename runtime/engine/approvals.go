@@ -36,36 +36,90 @@ func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, 
 	}
 	pol := e.gov.current()
 	by := policy.Approver{Identity: identity(req), ChatKey: req.ChatKey, MayApprove: pol.CanApprove(identity(req))}
-	log := e.log.With().Str("chatKey", req.ChatKey).Str("approval", strings.ToUpper(code)).Str("identity", by.Identity).Logger()
+	if err := e.decide(ctx, code, approve, by, who(req.Username, by.Identity), req); err != nil {
+		return e.approvalRefusal(err, code, approve, pol)
+	}
+	return ""
+}
+
+// ErrApprovalsOff is returned by DecideApproval when ship runs without an
+// approvals store.
+var ErrApprovalsOff = errors.New("approvals are not enabled")
+
+// DecideApproval answers an approval from outside its chat: the web
+// console, whose user acts as a member of role (a role of the tool policy;
+// it may approve only when that role has "approve": true). The rules,
+// announcements and audit entries are those of /approve and /deny in the
+// chat; a refusal is an error whose text says why nothing happened.
+func (e *Engine) DecideApproval(ctx context.Context, code string, approve bool, role string) error {
+	if e.gov.approvals == nil {
+		return ErrApprovalsOff
+	}
+	a, ok := e.gov.approvals.Get(strings.ToUpper(strings.TrimSpace(code)))
+	if !ok {
+		a.ChatKey = "" // decide reports the unknown code
+	}
+	pol := e.gov.current()
+	by := policy.Approver{Identity: "console:" + role, ChatKey: a.ChatKey, MayApprove: role != "" && pol.RoleMayApprove(role)}
+	if err := e.decide(ctx, code, approve, by, "the console ("+role+")", dispatch.RequestContext{}); err != nil {
+		if errors.Is(err, policy.ErrNotApprover) && role == "" {
+			return fmt.Errorf("%w: set server.consoleRole to a tool-policy role with \"approve\": true", err)
+		}
+		return &RefusalError{Err: err, Text: e.approvalRefusal(err, code, approve, pol)}
+	}
+	return nil
+}
+
+// RefusalError is an approval decision that did nothing; Text says why, in
+// the words a chat would get.
+type RefusalError struct {
+	Err  error
+	Text string
+}
+
+func (r *RefusalError) Error() string { return r.Text }
+func (r *RefusalError) Unwrap() error { return r.Err }
+
+// decide approves or denies code as by, named approver in what the chat is
+// told. req is the answering message when the answer came from a chat; an
+// approved call's turn answers it, else the message that asked.
+func (e *Engine) decide(ctx context.Context, code string, approve bool, by policy.Approver, approver string, req dispatch.RequestContext) error {
+	log := e.log.With().Str("chatKey", by.ChatKey).Str("approval", strings.ToUpper(code)).Str("identity", by.Identity).Logger()
 	if !approve {
 		a, err := e.gov.approvals.Deny(code, by)
 		if err != nil {
 			log.Info().Err(err).Msg("deny refused")
-			return e.approvalRefusal(err, code, false, pol)
+			return err
 		}
 		log.Info().Msg("approval denied")
-		e.announce(a, fmt.Sprintf("Denied by %s: %s will not run (code %s).", who(req.Username, by.Identity), callText(a), a.Code),
+		e.announce(a, fmt.Sprintf("Denied by %s: %s will not run (code %s).", approver, callText(a), a.Code),
 			"approval "+a.Code+" denied by "+by.Identity)
-		return ""
+		return nil
 	}
 	a, _, err := e.gov.approvals.Approve(code, by)
 	if err != nil {
 		log.Info().Err(err).Msg("approval refused")
-		return e.approvalRefusal(err, code, true, pol)
+		return err
 	}
 	log.Info().Msg("approved")
 	route, ok := routeOf(a)
 	if !ok {
+		if req.ChatKey == "" {
+			return fmt.Errorf("approval %s has no route to its chat", a.Code)
+		}
 		route = req // the approval was decided in its own chat: answer there
 	}
-	approver := who(req.Username, by.Identity)
+	answers := route.MessageID
+	if req.MessageID != "" {
+		answers = req.MessageID
+	}
 	_, err = e.ingress.Accept(ctx, ingress.Submission{
 		Channel: route.Channel, ChatKey: a.ChatKey,
 		Message: ingress.IncomingChatMessage{
 			ChatID: route.ChatID, ChatType: route.ChatType, MessageThreadID: route.MessageThreadID, ThreadID: route.ThreadID,
 			// The turn is the requester's (their rights apply to what the
 			// model does next); it answers the approving message.
-			UserID: route.UserID, Username: route.Username, MessageID: req.MessageID,
+			UserID: route.UserID, Username: route.Username, MessageID: answers,
 			Text: fmt.Sprintf("[%s approved %s (code %s); it ran as asked and its result follows. Continue from it.]",
 				approver, callText(a), a.Code),
 		},
@@ -76,13 +130,17 @@ func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, 
 	if err != nil {
 		// The grant stands: asking the model again runs the call.
 		log.Error().Err(err).Msg("queueing an approved call")
-		return fmt.Sprintf("Approved %s, but I could not start it now (%v). Ask me again and it runs without a new approval.", a.Code, err)
+		return &RefusalError{Err: err, Text: fmt.Sprintf("Approved %s, but I could not start it now (%v). Ask me again and it runs without a new approval.", a.Code, err)}
 	}
-	return ""
+	return nil
 }
 
 // approvalRefusal says why an /approve or /deny did nothing.
 func (e *Engine) approvalRefusal(err error, code string, approve bool, pol *policy.Policy) string {
+	var refused *RefusalError
+	if errors.As(err, &refused) {
+		return refused.Text
+	}
 	code = strings.ToUpper(strings.TrimSpace(code))
 	a, _ := e.gov.approvals.Get(code)
 	switch {

@@ -262,6 +262,12 @@ func (e *Engine) Runtime() *agent.Runtime { return e.runtime }
 // Journal is the pending-work journal, nil when the engine keeps none.
 func (e *Engine) Journal() *journal.Journal { return e.journal }
 
+// Approvals is the store of approval requests, nil when ship keeps none.
+func (e *Engine) Approvals() *policy.Store { return e.gov.approvals }
+
+// Policy is the tool policy in force now (nil: no policy file).
+func (e *Engine) Policy() *policy.Policy { return e.gov.current() }
+
 // Register makes d the dispatcher of channel: replies to that channel's
 // messages go through it.
 func (e *Engine) Register(channel string, d dispatch.Dispatcher) { e.registry.Register(channel, d) }

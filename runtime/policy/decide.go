@@ -226,6 +226,20 @@ func (p *Policy) CanApprove(identity string) bool {
 	return false
 }
 
+// RoleMayApprove reports whether the named role exists and has "approve":
+// true: what someone acting as that role (the web console) may do.
+func (p *Policy) RoleMayApprove(name string) bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.roles {
+		if r.name == name {
+			return r.approve
+		}
+	}
+	return false
+}
+
 // ApproverRoles returns the names of the roles that may approve, sorted:
 // what an approval request tells the chat about who can answer it.
 func (p *Policy) ApproverRoles() []string {

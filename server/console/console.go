@@ -1,0 +1,218 @@
+// Package console is ship's web console: server-rendered pages (Overview,
+// Chats, Chat, Approvals, Tasks, Tools) built from html/template and
+// embedded assets, with live parts fed by the event stream. It needs no
+// front-end toolchain: the one library it uses, htmx 2.0.8 (0BSD), is
+// vendored under static/.
+//
+// Access: with an API token the console asks for it once on a login page
+// and keeps an HttpOnly, SameSite=Strict session cookie; without one it
+// answers only requests made to and from loopback, as the API does. Every
+// state-changing request carries the session's CSRF token.
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/mcp"
+	"github.com/shipmyagent/ship/runtime/tasks"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// TaskService is the scheduled tasks as the console shows them: the
+// scheduler (tasks.Scheduler).
+type TaskService interface {
+	List(ctx context.Context) ([]tasks.Status, error)
+	RunNow(ctx context.Context, name string) (string, error)
+}
+
+// Options configure a Console.
+type Options struct {
+	// Engine is the core; required.
+	Engine *engine.Engine
+	// Token is the API token; "" serves the console on loopback only.
+	Token   string
+	Version string
+	Started time.Time
+	// Adapters and MCP report the platform adapters' and MCP servers'
+	// state; either may be nil.
+	Adapters func() []adapters.Status
+	MCP      func() []mcp.ServerStatus
+	// Tasks lists and runs scheduled tasks; nil shows none.
+	Tasks TaskService
+	// Events serves the event stream of one chat ("" for every chat) as
+	// server-sent events: the API's own stream, behind the console's
+	// session instead of the bearer token.
+	Events func(w http.ResponseWriter, r *http.Request, chatKey string)
+	// Role is the tool-policy role the console's user acts as when it
+	// answers approvals; "" lets the console show approvals but not decide.
+	Role string
+	// ProjectDir is the folder that the paths of received files are
+	// relative to (images are shown from it).
+	ProjectDir string
+	// Redact removes known secrets from text the console did not get from
+	// a chat log (adapter and MCP errors); nil shows such text as it is.
+	Redact func(string) string
+	// MaxMessageChars caps a message sent from the console; 0 → 10,000.
+	MaxMessageChars int
+	Logger          zerolog.Logger
+}
+
+// Console serves the web console. Create it with New and add its routes
+// to a mux with Register.
+type Console struct {
+	opts     Options
+	log      zerolog.Logger
+	sessions *sessions
+	logins   *loginLimiter
+	activity *activity
+
+	// Templates are parsed on the first page served, so a ship whose
+	// console nobody opens pays nothing for them at start-up.
+	parseOnce sync.Once
+	pages     map[string]*template.Template
+	parseErr  error
+}
+
+// New builds the console. It starts counting finished turns at once, for
+// the Overview's last hour; Close stops that.
+func New(opts Options) (*Console, error) {
+	if opts.Engine == nil {
+		return nil, errors.New("console: Options.Engine is required")
+	}
+	if opts.Events == nil {
+		return nil, errors.New("console: Options.Events is required")
+	}
+	if opts.MaxMessageChars <= 0 {
+		opts.MaxMessageChars = 10_000
+	}
+	if opts.Started.IsZero() {
+		opts.Started = time.Now()
+	}
+	if opts.Redact == nil {
+		opts.Redact = func(s string) string { return s }
+	}
+	c := &Console{
+		opts:     opts,
+		log:      opts.Logger.With().Str("component", "console").Logger(),
+		sessions: newSessions(time.Now),
+		logins:   newLoginLimiter(time.Now),
+	}
+	c.activity = watchActivity(opts.Engine.Events(), time.Now)
+	return c, nil
+}
+
+// Close stops the console's background work.
+func (c *Console) Close() { c.activity.close() }
+
+// Register adds the console's routes to mux. Pages sit at the root; the
+// console's own endpoints under /console/, so they never shadow /api.
+func (c *Console) Register(mux *http.ServeMux) {
+	page := func(h http.HandlerFunc) http.Handler { return c.guard(h, false) }
+	post := func(h http.HandlerFunc) http.Handler { return c.guard(h, true) }
+
+	mux.Handle("GET /{$}", page(c.handleOverview))
+	mux.Handle("GET /chats", page(c.handleChats))
+	mux.Handle("GET /chats/{key...}", page(c.handleChat))
+	mux.Handle("GET /approvals", page(c.handleApprovals))
+	mux.Handle("GET /tasks", page(c.handleTasks))
+	mux.Handle("GET /tools", page(c.handleTools))
+
+	mux.Handle("GET /console/entries", page(c.handleEntries))
+	mux.Handle("GET /console/events", page(c.handleEvents))
+	mux.Handle("GET /console/files", page(c.handleFile))
+	mux.Handle("POST /console/send", post(c.handleSend))
+	mux.Handle("POST /console/approvals/{code}/{verb}", post(c.handleDecide))
+	mux.Handle("POST /console/tasks/{name}/run", post(c.handleRunTask))
+	mux.Handle("POST /logout", post(c.handleLogout))
+
+	mux.Handle("GET /login", c.local(http.HandlerFunc(c.handleLoginPage)))
+	mux.Handle("POST /login", c.local(http.HandlerFunc(c.handleLogin)))
+	mux.Handle("GET /console/static/{file}", c.local(http.HandlerFunc(handleStatic)))
+}
+
+// Pages is the console's navigation, in order.
+var navigation = []struct{ Path, Title string }{
+	{"/", "Overview"}, {"/chats", "Chats"}, {"/approvals", "Approvals"}, {"/tasks", "Tasks"}, {"/tools", "Tools"},
+}
+
+// pageData is what every page's layout needs besides the page's own data.
+type pageData struct {
+	Title   string
+	Path    string
+	CSRF    string
+	Auth    bool // a token is set: show "Log out"
+	Pending int  // approvals waiting, for the navigation badge
+	Version string
+	Data    any
+}
+
+// render writes the named page. A request from htmx (HX-Request) gets
+// only the page's main part, which is what its live parts swap in.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
+	if err := c.parse(); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	sess := sessionFrom(r.Context())
+	pd := pageData{Title: title, Path: r.URL.Path, Auth: c.opts.Token != "", Version: c.opts.Version, Data: data}
+	if sess != nil {
+		pd.CSRF = sess.csrf
+	}
+	if a := c.opts.Engine.Approvals(); a != nil {
+		pd.Pending = len(a.Pending(""))
+	}
+	tmpl := "layout"
+	if r.Header.Get("HX-Request") == "true" {
+		tmpl = "main"
+	}
+	setPageHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := c.pages[name].ExecuteTemplate(w, tmpl, pd); err != nil {
+		// Part of the page may be out; all that is left is to log it.
+		c.log.Error().Err(err).Str("page", name).Msg("rendering a console page")
+	}
+}
+
+// fail answers an internal error without detail: the log has it.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return // the browser left
+	}
+	c.log.Error().Err(err).Str("path", r.URL.Path).Msg("console request failed")
+	plain(w, http.StatusInternalServerError, "Something went wrong on ship's side; the log has the details.")
+}
+
+// plain answers with a short text message (errors, refusals).
+func plain(w http.ResponseWriter, status int, msg string) {
+	setPageHeaders(w)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintln(w, msg)
+}
+
+// setPageHeaders keeps the console's pages to their own scripts and
+// styles (a chat message can never run as script, even if escaping
+// failed) and out of other sites' frames.
+func setPageHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}

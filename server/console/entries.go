@@ -1,0 +1,109 @@
+package console
+
+import (
+	"errors"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// entryView is one chat log entry as the Chat page and search show it.
+type entryView struct {
+	ChatKey  string
+	Role     string
+	Who      string
+	Text     string
+	At       time.Time
+	Tool     string
+	Outcome  string
+	Images   []string // /console/files URLs
+	Files    []string // names of other files
+	Approval string
+}
+
+// view turns an entry into what the page shows. Text stays text: the
+// template escapes it.
+func (c *Console) view(e chat.ChatLogEntryV1) entryView {
+	v := entryView{ChatKey: e.ChatKey, Role: e.Role, Text: e.Text, At: time.UnixMilli(e.TS)}
+	switch e.Role {
+	case chat.RoleUser:
+		v.Who = e.UserID
+		if u, ok := e.Meta["username"].(string); ok && u != "" {
+			v.Who = u
+		}
+	case chat.RoleAssistant:
+		v.Who = "ship"
+	case chat.RoleTool:
+		v.Tool, _ = e.Meta["tool"].(string)
+		v.Outcome, _ = e.Meta["outcome"].(string)
+	}
+	v.Approval, _ = e.Meta["approval"].(string)
+	files, _ := e.Meta["files"].([]any)
+	for _, f := range files {
+		m, _ := f.(map[string]any)
+		p, _ := m["path"].(string)
+		kind, _ := m["kind"].(string)
+		name, _ := m["name"].(string)
+		switch {
+		case p != "" && kind == "image":
+			v.Images = append(v.Images, "/console/files?path="+url.QueryEscape(p))
+		case name != "":
+			v.Files = append(v.Files, name)
+		case p != "":
+			v.Files = append(v.Files, path.Base(p))
+		}
+	}
+	return v
+}
+
+// filesDir is where received files live, relative to the project.
+const filesDir = ".ship/files"
+
+// handleFile serves a received image for its thumbnail. Only files under
+// .ship/files are served, opened through os.Root so no path can climb out.
+func (c *Console) handleFile(w http.ResponseWriter, r *http.Request) {
+	rel, ok := strings.CutPrefix(path.Clean("/"+r.URL.Query().Get("path")), "/"+filesDir+"/")
+	if !ok || c.opts.ProjectDir == "" {
+		http.NotFound(w, r)
+		return
+	}
+	root, err := os.OpenRoot(filepath.Join(c.opts.ProjectDir, filepath.FromSlash(filesDir)))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.FromSlash(rel))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.log.Warn().Err(err).Msg("opening a received file for the console")
+		}
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.IsDir() {
+		http.NotFound(w, r)
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(rel))
+	if !strings.HasPrefix(ct, "image/") || ct == "image/svg+xml" {
+		// Only raster images are shown inline; anything else (an SVG can
+		// carry script) is offered as a download.
+		w.Header().Set("Content-Disposition", "attachment")
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	http.ServeContent(w, r, "", st.ModTime(), f)
+}
