@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/policy"
@@ -309,5 +311,48 @@ func TestAnExpiredApprovalIsAnnouncedAndCannotBeApproved(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("expiry announced %d times, want once", n)
+	}
+}
+
+func TestConsoleDecidesApprovalsWithTheChatsRules(t *testing.T) {
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
+	group := chatKeyOf("-1001")
+	h.ask("-1001", "m1", "run: echo from-console")
+	code := approvalCode(t, h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 }))
+	ctx := context.Background()
+
+	if err := h.engine.DecideApproval(ctx, code, true, ""); !errors.Is(err, policy.ErrNotApprover) || !strings.Contains(err.Error(), "server.consoleRole") {
+		t.Errorf("no console role: %v", err)
+	}
+	var refused *engine.RefusalError
+	if err := h.engine.DecideApproval(ctx, code, true, "dev"); !errors.As(err, &refused) || !strings.Contains(refused.Text, "role admin may") {
+		t.Errorf("a role that may not approve: %v", err)
+	}
+	if err := h.engine.DecideApproval(ctx, code, true, "admin"); err != nil {
+		t.Fatalf("approve as admin: %v", err)
+	}
+	h.waitFor(group, func(s sent) bool { return strings.HasPrefix(s.Text, "Approved by the console (admin)") })
+	res := h.waitFor(group, func(s sent) bool { return strings.Contains(s.Text, "from-console\\n") })
+	if res.Req.MessageID != "m1" || res.Req.UserID != "u1" {
+		t.Errorf("the result answers %q as %q; want the asking message m1, as the requester u1", res.Req.MessageID, res.Req.UserID)
+	}
+	h.waitIdle()
+	if err := h.engine.DecideApproval(ctx, code, true, "admin"); !errors.Is(err, policy.ErrAlreadyApproved) {
+		t.Errorf("second approve: %v", err)
+	}
+	if err := h.engine.DecideApproval(ctx, "ZZZZZZ", false, "admin"); !errors.Is(err, policy.ErrUnknownCode) {
+		t.Errorf("unknown code: %v", err)
+	}
+	runs, audit := 0, ""
+	for _, e := range h.entries(group) {
+		if e.Role == chat.RoleTool && e.Meta["tool"] == "exec_shell" && e.Meta["outcome"] == "ok" {
+			runs++
+		}
+		if e.Role == chat.RoleUser && e.Meta["approvedBy"] != nil {
+			audit = e.Meta["approvedBy"].(string)
+		}
+	}
+	if runs != 1 || audit != "console:admin" {
+		t.Errorf("exec_shell ran %d times (want once), approvedBy %q", runs, audit)
 	}
 }
