@@ -80,7 +80,9 @@ func postForm(t *testing.T, c *http.Client, e *env, path string, form url.Values
 	return send(t, c, req)
 }
 
-var csrfRE = regexp.MustCompile(`"X-CSRF-Token": "([0-9a-f]+)"`)
+// csrfRE finds the token in the page's hx-headers attribute, where the
+// quotes of its JSON are escaped.
+var csrfRE = regexp.MustCompile(`X-CSRF-Token&#34;: &#34;([0-9a-f]{64})&#34;`)
 
 func csrfOf(t *testing.T, page string) string {
 	t.Helper()

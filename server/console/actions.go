@@ -86,7 +86,7 @@ func (c *Console) handleApprovals(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(d.Pending, func(a, b pendingView) int { return a.Asked.Compare(b.Asked) })
 	}
-	c.render(w, r, "approvals", "Approvals", d)
+	c.render(w, r, "Approvals", d.write)
 }
 
 // handleDecide approves or denies a request with the rules of /approve
@@ -137,7 +137,7 @@ func (c *Console) handleTasks(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Tasks = list
 	}
-	c.render(w, r, "tasks", "Tasks", d)
+	c.render(w, r, "Tasks", d.write)
 }
 
 // handleRunTask queues a task's run now, as POST /api/tasks/{name}/run.
@@ -176,5 +176,5 @@ func (c *Console) handleTools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Report = c.opts.Engine.Tools(d.ChatKey, d.User, d.Command)
-	c.render(w, r, "tools", "Tools", d)
+	c.render(w, r, "Tools", d.write)
 }

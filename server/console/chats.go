@@ -53,8 +53,7 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	consoleKey, _ := chat.APIChatKey(consoleChatID)
-	d := chatsData{Query: q, Platform: platform, ConsoleKey: consoleKey}
+	d := chatsData{Query: q, Platform: platform, ConsoleKey: chatKeyAPI(consoleChatID)}
 	seen := map[string]bool{}
 	for _, k := range keys {
 		ch := channelOf(k)
@@ -82,7 +81,7 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 		if len(d.Hits) > maxSearchHits {
 			d.Hits, d.More = d.Hits[:maxSearchHits], true
 		}
-		c.render(w, r, "chats", "Search: "+q, d)
+		c.render(w, r, "Search: "+q, d.write)
 		return
 	}
 	for _, k := range keys {
@@ -103,8 +102,11 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 	if len(d.Chats) > maxListedChats {
 		d.Chats, d.More = d.Chats[:maxListedChats], true
 	}
-	c.render(w, r, "chats", "Chats", d)
+	c.render(w, r, "Chats", d.write)
 }
+
+// chatKeyAPI is the chatKey of an api chat whose id is known to be valid.
+func chatKeyAPI(id string) string { return chat.ChannelAPI + ":chat:" + id }
 
 // channelOf is the platform part of a chatKey ("telegram:chat:42").
 func channelOf(key string) string {
@@ -193,7 +195,7 @@ func (c *Console) handleChat(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusNotFound, "There is no chat "+key+".")
 		return
 	}
-	c.render(w, r, "chat", d.Title, d)
+	c.render(w, r, d.Title, func(m *markup) { c.writeChat(m, d) })
 }
 
 // handleEntries is the chat log part of the Chat page, which it reloads
@@ -213,15 +215,9 @@ func (c *Console) handleEntries(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusNotFound, "There is no chat "+key+".")
 		return
 	}
-	if err := c.parse(); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	setPageHeaders(w)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := c.pages["entries"].ExecuteTemplate(w, "entries", d); err != nil {
-		c.log.Error().Err(err).Msg("rendering chat entries")
-	}
+	var m markup
+	c.entries(&m, d)
+	c.write(w, http.StatusOK, &m)
 }
 
 // chat reads what the Chat page shows. ok is false for a chat that has no

@@ -15,7 +15,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"html/template"
 	"net/http"
 	"sync"
 	"time"
@@ -27,9 +26,6 @@ import (
 	"github.com/shipmyagent/ship/runtime/mcp"
 	"github.com/shipmyagent/ship/runtime/tasks"
 )
-
-//go:embed templates/*.html
-var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
@@ -82,11 +78,10 @@ type Console struct {
 	logins   *loginLimiter
 	activity *activity
 
-	// Templates are parsed on the first page served, so a ship whose
-	// console nobody opens pays nothing for them at start-up.
-	parseOnce sync.Once
-	pages     map[string]*template.Template
-	parseErr  error
+	// Asset versions are hashed on the first page served, so a ship
+	// whose console nobody opens pays nothing for them.
+	assetsOnce sync.Once
+	assets     map[string]string
 }
 
 // New builds the console. It starts counting finished turns at once, for
@@ -159,34 +154,35 @@ type pageData struct {
 	Auth    bool // a token is set: show "Log out"
 	Pending int  // approvals waiting, for the navigation badge
 	Version string
-	Data    any
 }
 
-// render writes the named page. A request from htmx (HX-Request) gets
-// only the page's main part, which is what its live parts swap in.
-func (c *Console) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
-	if err := c.parse(); err != nil {
-		c.fail(w, r, err)
-		return
-	}
+// render writes a page: the layout around what body writes. A request
+// from htmx (HX-Request) gets only the page's main element, which is what
+// its live parts swap in.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, title string, body func(*markup)) {
 	sess := sessionFrom(r.Context())
-	pd := pageData{Title: title, Path: r.URL.Path, Auth: c.opts.Token != "", Version: c.opts.Version, Data: data}
+	pd := pageData{Title: title, Path: r.URL.Path, Auth: c.opts.Token != "", Version: c.opts.Version}
 	if sess != nil {
 		pd.CSRF = sess.csrf
 	}
 	if a := c.opts.Engine.Approvals(); a != nil {
 		pd.Pending = len(a.Pending(""))
 	}
-	tmpl := "layout"
+	var m markup
 	if r.Header.Get("HX-Request") == "true" {
-		tmpl = "main"
+		body(&m)
+	} else {
+		c.layout(&m, pd, body)
 	}
+	c.write(w, http.StatusOK, &m)
+}
+
+// write sends a rendered document.
+func (c *Console) write(w http.ResponseWriter, status int, m *markup) {
 	setPageHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := c.pages[name].ExecuteTemplate(w, tmpl, pd); err != nil {
-		// Part of the page may be out; all that is left is to log it.
-		c.log.Error().Err(err).Str("page", name).Msg("rendering a console page")
-	}
+	w.WriteHeader(status)
+	_, _ = w.Write(m.b.Bytes())
 }
 
 // fail answers an internal error without detail: the log has it.

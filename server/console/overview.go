@@ -58,5 +58,5 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	if a := e.Approvals(); a != nil {
 		d.Approvals = len(a.Pending(""))
 	}
-	c.render(w, r, "overview", "Overview", d)
+	c.render(w, r, "Overview", d.write)
 }

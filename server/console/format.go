@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -14,54 +13,15 @@ import (
 	"time"
 )
 
-// pageFiles maps each page to its template file; every page is parsed
-// together with the layout.
-var pageFiles = map[string]string{
-	"overview":  "templates/overview.html",
-	"chats":     "templates/chats.html",
-	"chat":      "templates/chat.html",
-	"entries":   "templates/entry.html",
-	"approvals": "templates/approvals.html",
-	"tasks":     "templates/tasks.html",
-	"tools":     "templates/tools.html",
-	"login":     "templates/login.html",
-}
-
-// parse reads the templates once; a template that does not parse is a
-// build mistake that every console test catches.
-func (c *Console) parse() error {
-	c.parseOnce.Do(func() {
-		assets, err := assetVersions()
-		if err != nil {
-			c.parseErr = err
-			return
-		}
-		funcs := template.FuncMap{
-			"asset": func(name string) string { return "/console/static/" + name + "?v=" + assets[name] },
-			"ago":   ago,
-			"clock": clock,
-			"ms":    func(ms int64) time.Time { return time.UnixMilli(ms) },
-			"nav":   func() any { return navigation },
-			"current": func(nav, path string) bool {
-				return nav == path || nav != "/" && strings.HasPrefix(path, nav+"/")
-			},
-			"chatURL": chatURL,
-		}
-		c.pages = make(map[string]*template.Template, len(pageFiles))
-		for name, file := range pageFiles {
-			files := []string{"templates/layout.html", "templates/entry.html"}
-			if file != files[1] {
-				files = append(files, file)
-			}
-			t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, files...)
-			if err != nil {
-				c.parseErr = fmt.Errorf("parsing console template %s: %w", file, err)
-				return
-			}
-			c.pages[name] = t
+// asset is the URL of a static file, versioned by its content.
+func (c *Console) asset(name string) string {
+	c.assetsOnce.Do(func() {
+		var err error
+		if c.assets, err = assetVersions(); err != nil {
+			c.log.Error().Err(err).Msg("hashing console assets")
 		}
 	})
-	return c.parseErr
+	return "/console/static/" + name + "?v=" + c.assets[name]
 }
 
 // assetVersions is a short content hash per static file: asset URLs carry
@@ -111,24 +71,8 @@ func handleStatic(w http.ResponseWriter, r *http.Request) {
 // chatURL is the Chat page of key.
 func chatURL(key string) string { return "/chats/" + url.PathEscape(key) }
 
-// renderLogin shows the login page, with msg when the last try failed.
-func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	if err := c.parse(); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	next := safeNext(r.URL.Query().Get("next"))
-	if next == "/" {
-		next = ""
-	}
-	setPageHeaders(w)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	data := struct{ Next, Error string }{next, msg}
-	if err := c.pages["login"].ExecuteTemplate(w, "login", data); err != nil {
-		c.log.Error().Err(err).Msg("rendering the login page")
-	}
-}
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+func urlPathEscape(s string) string  { return url.PathEscape(s) }
 
 // ago is "12 s ago", "5 min ago", "3 h ago", "2 days ago".
 func ago(t time.Time) string {
