@@ -108,3 +108,15 @@ func TestPolicyStandsAlone(t *testing.T) {
 		t.Errorf("runtime/policy depends on %v; it must know no tool, platform or other part of ship", p.deps)
 	}
 }
+
+// TestShipDoesNotUseTheBrowserHelper keeps internal/browser (and chromedp
+// with it) a test and tooling helper: the ship binary never links it.
+func TestShipDoesNotUseTheBrowserHelper(t *testing.T) {
+	ship, ok := graph(t)["cmd/ship"]
+	if !ok {
+		t.Fatal("package cmd/ship not found")
+	}
+	if slices.Contains(ship.deps, "internal/browser") {
+		t.Error("cmd/ship depends on internal/browser, which only tests and bench programs may use")
+	}
+}
