@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -61,11 +62,26 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	return v
 }
 
-// poll waits until a JavaScript expression is true in the page.
+// poll waits until a JavaScript expression is true in the page. It asks
+// again after an error too: right after a navigation the page's context
+// may be gone ("Inspected target navigated or closed") until the new one
+// is up. The browser context's deadline is the hang guard.
 func poll(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr)); err != nil {
-		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s (%s): %v (last error: %v)", what, expr, ctx.Err(), last)
+		case <-tick.C:
+		}
 	}
 }
 
@@ -220,7 +236,7 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	poll(t, ctx, "the approval to leave the list", `document.querySelectorAll(".approval").length === 0`)
 	if err := tg.Wait(tgCtx, func() bool {
 		for _, s := range tg.Shown() {
-			if s.ChatID == group && s.ThreadID == topic && strings.Contains(s.Text, "result: console-approved") {
+			if s.ChatID == group && s.ThreadID == topic && strings.HasPrefix(s.Text, "result: ") && strings.Contains(s.Text, `console-approved\n`) {
 				return true
 			}
 		}

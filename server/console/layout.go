@@ -14,7 +14,7 @@ const htmxConfig = `{"allowEval":false,"allowScriptTags":false,"includeIndicator
 func (c *Console) head(m *markup, title string, scripts bool) {
 	m.raw(`<!doctype html><html lang="en"><head><meta charset="utf-8">` +
 		`<meta name="viewport" content="width=device-width, initial-scale=1">` +
-		`<meta name="color-scheme" content="light dark">`)
+		`<meta name="color-scheme" content="light dark"><link rel="icon" href="data:,">`)
 	m.open("meta", "name", "htmx-config", "content", htmxConfig)
 	m.el("title", title+" · ship")
 	m.open("link", "rel", "stylesheet", "href", c.asset("console.css"))
