@@ -164,6 +164,7 @@ func (d chatsData) write(m *markup) {
 		for _, ch := range d.Chats {
 			m.open("li")
 			m.open("a", "href", chatURL(ch.Key))
+			m.open("span", "class", "head")
 			m.el("span", ch.Title, "class", "title")
 			m.raw(" ")
 			m.el("span", ch.Channel, "class", "tag")
@@ -171,6 +172,7 @@ func (d chatsData) write(m *markup) {
 				m.raw(" ")
 				m.el("span", ch.Kind, "class", "muted")
 			}
+			m.close("span")
 			m.el("time", ago(ch.LastAt), "class", "muted", "datetime", ch.LastAt.UTC().Format("2006-01-02T15:04:05Z"))
 			prefix := map[string]string{"assistant": "ship: ", "tool": "⚙ "}[ch.Last.Role]
 			m.el("span", prefix+ch.Last.Text, "class", "last")
