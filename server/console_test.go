@@ -257,3 +257,24 @@ func TestConsoleServesOnlyReceivedFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestConsoleOverviewCountsTheLastHoursTurns(t *testing.T) {
+	e := newEnv(t, setup{handler: fakeopenai.EchoChatSend, opts: withConsole})
+	c := consoleClient(t, e)
+	turns := func() string {
+		_, body := get(t, c, e, "/")
+		_, after, _ := strings.Cut(body, "<dt>Turns</dt><dd><span class=\"num\">")
+		n, _, _ := strings.Cut(after, "<")
+		return n
+	}
+	if n := turns(); n != "0" {
+		t.Fatalf("turns before any message: %q", n)
+	}
+	e.execute(map[string]any{"instructions": "one", "chatId": "a"}).result(t)
+	e.execute(map[string]any{"instructions": "two", "chatId": "b"}).result(t)
+	waitFor(t, "two turns on the overview", func() bool { return turns() == "2" })
+	_, body := get(t, c, e, "/")
+	if !strings.Contains(body, "openai/m-fast") || !strings.Contains(body, "(since start)") {
+		t.Errorf("the overview lacks the models or says the count is not an hour yet")
+	}
+}

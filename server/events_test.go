@@ -314,22 +314,19 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 	fmt.Fprintf(conn, "GET /api/sse HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	waitFor(t, "the stuck subscriber to be connected", func() bool { return e.engine.Events().Subscribers() == 1 })
 
-	var wg sync.WaitGroup
-	for i := 0; i < 40; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := e.execute(map[string]any{"instructions": fmt.Sprint("turn ", i), "chatId": fmt.Sprint("c", i%4)})
-			if r.status != http.StatusOK {
-				t.Errorf("turn %d: %d", i, r.status)
-			}
-		}()
-	}
-	wg.Wait() // every run finished although one subscriber never read
-	// Reading now (while ship may still be writing the error event into a
-	// full socket), it finds the stream ended by an error event.
+	// The stuck subscriber starts reading once the bus has cut it off, so
+	// it finds the error event: ship gives up a frame that a client does
+	// not take within sseWriteTimeout, and the 40 turns may take longer
+	// than that on a loaded machine.
 	lastFrame := make(chan string, 1)
 	go func() {
+		for e.engine.Events().Subscribers() != 0 {
+			select {
+			case <-time.After(time.Millisecond):
+			case <-t.Context().Done():
+				return
+			}
+		}
 		_ = conn.SetReadDeadline(time.Now().Add(hangGuard))
 		rd := bufio.NewReaderSize(conn, 1<<20)
 		var last string
@@ -344,9 +341,26 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 		}
 		lastFrame <- last
 	}()
-	waitFor(t, "the stuck subscriber to be cut off", func() bool { return e.engine.Events().Subscribers() == 0 })
-	if last := <-lastFrame; !strings.Contains(last, "SUBSCRIBER_TOO_SLOW") {
-		t.Errorf("last frame %.200q, want the error event", last)
+
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.execute(map[string]any{"instructions": fmt.Sprint("turn ", i), "chatId": fmt.Sprint("c", i%4)})
+			if r.status != http.StatusOK {
+				t.Errorf("turn %d: %d", i, r.status)
+			}
+		}()
+	}
+	wg.Wait() // every run finished although one subscriber fell behind
+	select {
+	case last := <-lastFrame:
+		if !strings.Contains(last, "SUBSCRIBER_TOO_SLOW") {
+			t.Errorf("last frame %.200q, want the error event", last)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the stuck subscriber was never cut off")
 	}
 }
 

@@ -22,6 +22,7 @@ type overviewData struct {
 	Turns     int
 	Errors    int
 	Approvals int
+	Young     bool // up for less than the hour the counts cover
 }
 
 type modelRow struct {
@@ -39,6 +40,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 		Waiting: st.Waiting, Running: st.RunningChatKeys, Capacity: st.Capacity, Workers: st.Concurrency,
 	}
 	d.Turns, d.Errors = c.activity.lastHour()
+	d.Young = time.Since(c.opts.Started) < time.Hour
 	// Only names and the provider/model pair: a model's settings hold its key.
 	for _, m := range e.Models().List() {
 		d.Models = append(d.Models, modelRow{Name: m.Name, Provider: m.Config.Provider, Model: m.Config.Model, Default: m.Default})

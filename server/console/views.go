@@ -40,6 +40,9 @@ func (d overviewData) write(m *markup) {
 			m.text(d.Uptime + " ")
 			m.el("span", "(since "+clock(d.Started)+")", "class", "muted")
 		}))
+	m.open("p")
+	m.el("a", "Talk to ship in the console chat", "href", chatURL(chatKeyAPI(consoleChatID)))
+	m.close("p")
 	m.raw(`</div><div class="card"><h2>Queue</h2>`)
 	dl(m,
 		item(m, "Waiting", func() { number(m, d.Waiting, "", "of "+strconv.Itoa(d.Capacity)+" places") }),
@@ -57,7 +60,11 @@ func (d overviewData) write(m *markup) {
 	} else {
 		m.el("p", "Idle.", "class", "muted")
 	}
-	m.raw(`</div><div class="card"><h2>Last hour</h2>`)
+	m.raw(`</div><div class="card"><h2>Last hour`)
+	if d.Young {
+		m.raw(` <span class="muted">(since start)</span>`)
+	}
+	m.raw(`</h2>`)
 	dl(m,
 		item(m, "Turns", func() { number(m, d.Turns, "", "") }),
 		item(m, "Errors", func() { number(m, d.Errors, when(d.Errors > 0, " bad"), "") }),
