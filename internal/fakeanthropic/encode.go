@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/shipmyagent/ship/internal/fakehttp"
 )
 
 const (
@@ -95,14 +95,14 @@ func writeStream(w http.ResponseWriter, rp reply) {
 		case "text":
 			empty := ""
 			first.Text = &empty
-			for _, piece := range splitWords(*b.Text, maxChunkText) {
+			for _, piece := range fakehttp.SplitWords(*b.Text, maxChunkText) {
 				deltas = append(deltas, obj{"type": "text_delta", "text": piece})
 			}
 		case "tool_use":
 			first.Input = json.RawMessage(`{}`)
 			// The real API opens every tool input with an empty fragment.
 			deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": ""})
-			for _, frag := range splitJSON(string(b.Input)) {
+			for _, frag := range fakehttp.Fragments(string(b.Input), maxFragment) {
 				deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": frag})
 			}
 		}
@@ -185,47 +185,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// splitWords cuts text into word-sized pieces (each piece starts with the
-// whitespace before its word) of at most limit bytes; the pieces
-// concatenate back to text.
-func splitWords(text string, limit int) []string {
-	var out []string
-	start := 0
-	inSpace := false
-	for i, r := range text {
-		space := unicode.IsSpace(r)
-		if i > start && ((space && !inSpace) || i-start+utf8.RuneLen(r) > limit) {
-			out = append(out, text[start:i])
-			start = i
-		}
-		inSpace = space
-	}
-	if start < len(text) {
-		out = append(out, text[start:])
-	}
-	return out
-}
-
-// splitJSON cuts a tool input into the partial_json fragments of a stream:
-// three for ordinary sizes (fewer for tiny ones), more when a fragment
-// would exceed maxFragment bytes. Cuts fall on rune boundaries, so a
-// fragment can end inside a JSON string, as the real API's do.
-func splitJSON(s string) []string {
-	parts := min(3, utf8.RuneCountInString(s))
-	if parts < 1 {
-		return nil
-	}
-	size := min(max((len(s)+parts-1)/parts, 1), maxFragment)
-	var out []string
-	for len(s) > 0 {
-		cut := min(size, len(s))
-		for cut < len(s) && !utf8.RuneStart(s[cut]) {
-			cut++
-		}
-		out = append(out, s[:cut])
-		s = s[cut:]
-	}
-	return out
 }

@@ -23,6 +23,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/shipmyagent/ship/internal/fakehttp"
 )
 
 // Block is one content block of a request message.
@@ -224,35 +226,26 @@ func EchoChatSend(r Request) Response {
 	return Response{ToolUses: []ToolUse{{Name: "chat_send", Input: string(input)}}}
 }
 
-// roughTokens estimates a token count: about four bytes per token, at
-// least one for non-empty text.
-func roughTokens(s string) int {
-	if s == "" {
-		return 0
-	}
-	return (len(s) + 3) / 4
-}
-
 // inputTokens estimates the prompt size of a request.
 func inputTokens(r Request) int {
-	n := roughTokens(r.System)
+	n := fakehttp.RoughTokens(r.System)
 	for _, m := range r.Messages {
 		n += 3
 		for _, b := range m.Blocks {
-			n += roughTokens(b.Text) + roughTokens(b.Name) + roughTokens(string(b.Input))
+			n += fakehttp.RoughTokens(b.Text) + fakehttp.RoughTokens(b.Name) + fakehttp.RoughTokens(string(b.Input))
 		}
 	}
 	for _, t := range r.Tools {
-		n += roughTokens(t.Name) + roughTokens(t.Description) + roughTokens(string(t.InputSchema))
+		n += fakehttp.RoughTokens(t.Name) + fakehttp.RoughTokens(t.Description) + fakehttp.RoughTokens(string(t.InputSchema))
 	}
 	return max(n, 1)
 }
 
 // outputTokens estimates the size of a reply.
 func outputTokens(resp Response) int {
-	n := roughTokens(resp.Text)
+	n := fakehttp.RoughTokens(resp.Text)
 	for _, tu := range resp.ToolUses {
-		n += roughTokens(tu.Name) + roughTokens(tu.Input)
+		n += fakehttp.RoughTokens(tu.Name) + fakehttp.RoughTokens(tu.Input)
 	}
 	return max(n, 1)
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/shipmyagent/ship/internal/fakehttp"
 )
 
 const (
@@ -171,9 +171,9 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	}
 	var pieces []string
 	if pace.Bytes > 0 {
-		pieces = splitBytes(rp.resp.Content, pace.Bytes)
+		pieces = fakehttp.SplitBytes(rp.resp.Content, pace.Bytes)
 	} else {
-		pieces = splitWords(rp.resp.Content, maxChunkText)
+		pieces = fakehttp.SplitWords(rp.resp.Content, maxChunkText)
 	}
 	for _, p := range pieces {
 		if !delta(outDelta{Content: &p}, nil) {
@@ -187,9 +187,9 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 		}
 		var frags []string
 		if pace.Bytes > 0 {
-			frags = splitBytes(tc.Arguments, pace.Bytes)
+			frags = fakehttp.SplitBytes(tc.Arguments, pace.Bytes)
 		} else {
-			frags = splitArguments(tc.Arguments)
+			frags = fakehttp.Fragments(tc.Arguments, maxFragment)
 		}
 		for _, frag := range frags {
 			part := outToolCall{Index: &i, Function: wireFunction{Arguments: frag}}
@@ -281,54 +281,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-// splitWords cuts text into word-sized pieces (each piece starts with the
-// whitespace before its word) of at most limit bytes; the pieces concatenate
-// back to text.
-func splitWords(text string, limit int) []string {
-	var out []string
-	start := 0
-	inSpace := false
-	for i, r := range text {
-		space := unicode.IsSpace(r)
-		boundary := i > start && ((space && !inSpace) || i-start+utf8.RuneLen(r) > limit)
-		if boundary {
-			out = append(out, text[start:i])
-			start = i
-		}
-		inSpace = space
-	}
-	if start < len(text) {
-		out = append(out, text[start:])
-	}
-	return out
-}
-
-// splitArguments cuts arguments into the fragments a stream carries: three
-// for ordinary sizes (fewer for tiny strings), more when a fragment would
-// exceed maxFragment bytes. Cuts fall on rune boundaries; no fragment is
-// empty (langchaingo would take an empty fragment for a new tool call).
-func splitArguments(args string) []string {
-	n := utf8.RuneCountInString(args)
-	parts := min(3, n)
-	if parts < 1 {
-		return nil
-	}
-	return splitBytes(args, min((len(args)+parts-1)/parts, maxFragment))
-}
-
-// splitBytes cuts s into pieces of about n bytes, on rune boundaries.
-func splitBytes(s string, n int) []string {
-	n = max(n, 1)
-	var out []string
-	for len(s) > 0 {
-		cut := min(n, len(s))
-		for cut < len(s) && !utf8.RuneStart(s[cut]) {
-			cut++
-		}
-		out = append(out, s[:cut])
-		s = s[cut:]
-	}
-	return out
 }

@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/shipmyagent/ship/internal/fakehttp"
 )
 
 // ToolCall is one function call, either requested by the model in a Response
@@ -191,35 +193,26 @@ func EchoChatSend(r Request) Response {
 	return Response{ToolCalls: []ToolCall{{Name: "chat_send", Arguments: string(args)}}}
 }
 
-// roughTokens estimates a token count: about four bytes per token, at least
-// one for non-empty text.
-func roughTokens(s string) int {
-	if s == "" {
-		return 0
-	}
-	return (len(s) + 3) / 4
-}
-
 // promptTokens estimates the prompt size of a request.
 func promptTokens(r Request) int {
 	n := 3 // reply priming, as the real API counts it
 	for _, m := range r.Messages {
-		n += 4 + roughTokens(m.Content)
+		n += 4 + fakehttp.RoughTokens(m.Content)
 		for _, tc := range m.ToolCalls {
-			n += roughTokens(tc.Name) + roughTokens(tc.Arguments)
+			n += fakehttp.RoughTokens(tc.Name) + fakehttp.RoughTokens(tc.Arguments)
 		}
 	}
 	for _, t := range r.Tools {
-		n += roughTokens(t.Name) + roughTokens(t.Description) + roughTokens(string(t.Parameters))
+		n += fakehttp.RoughTokens(t.Name) + fakehttp.RoughTokens(t.Description) + fakehttp.RoughTokens(string(t.Parameters))
 	}
 	return n
 }
 
 // completionTokens estimates the size of a reply.
 func completionTokens(resp Response) int {
-	n := roughTokens(resp.Content)
+	n := fakehttp.RoughTokens(resp.Content)
 	for _, tc := range resp.ToolCalls {
-		n += roughTokens(tc.Name) + roughTokens(tc.Arguments)
+		n += fakehttp.RoughTokens(tc.Name) + fakehttp.RoughTokens(tc.Arguments)
 	}
 	return max(n, 1)
 }

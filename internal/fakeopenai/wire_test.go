@@ -281,32 +281,3 @@ func TestCloseWaitsForHandlers(t *testing.T) {
 		t.Errorf("in-flight request got %q", body)
 	}
 }
-
-func TestSplitting(t *testing.T) {
-	t.Parallel()
-	for _, text := range []string{"", "one", "echo: hello world", "  lead\n\nnew line ü€ end ", strings.Repeat("x", 1000)} {
-		pieces := splitWords(text, 256)
-		if strings.Join(pieces, "") != text {
-			t.Errorf("splitWords(%q) = %q", text, pieces)
-		}
-		for _, p := range pieces {
-			if p == "" || len(p) > 256 {
-				t.Errorf("splitWords(%q): bad piece %q", text, p)
-			}
-		}
-	}
-	if got := splitWords("echo: hello world", 256); len(got) != 3 {
-		t.Errorf("splitWords by words = %q", got)
-	}
-	for _, args := range []string{"{}", `{"text":"ü€ü€"}`, `{"q":"` + strings.Repeat("y", 20000) + `"}`} {
-		frags := splitArguments(args)
-		if strings.Join(frags, "") != args || len(frags) < 2 || (len(args) < 100 && len(frags) > 3) {
-			t.Errorf("splitArguments(%q) = %q", args, frags)
-		}
-		for _, f := range frags {
-			if f == "" || !json.Valid([]byte(`"`+strings.ReplaceAll(f, `"`, `\"`)+`"`)) || len(f) > maxFragment+3 {
-				t.Errorf("splitArguments(%q): bad fragment %q", args, f)
-			}
-		}
-	}
-}
