@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // MaxAPIChatIDLen bounds the chat id of the api channel.
@@ -27,6 +28,19 @@ func APIChatKey(id string) (string, error) {
 		}
 	}
 	return ChannelAPI + ":chat:" + id, nil
+}
+
+// APIChatID is the inverse of APIChatKey: the chat id of an api chatKey,
+// and whether key is one (api:chat:<valid id>).
+func APIChatID(key string) (string, bool) {
+	id, ok := strings.CutPrefix(key, ChannelAPI+":chat:")
+	if !ok {
+		return "", false
+	}
+	if _, err := APIChatKey(id); err != nil {
+		return "", false
+	}
+	return id, true
 }
 
 func truncate(s string, n int) string {

@@ -20,3 +20,17 @@ func TestAPIChatKeyAcceptsSafeIDsOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIChatIDUndoesAPIChatKey(t *testing.T) {
+	for _, id := range []string{"default", "console", "team.ops_1:alice@x-y"} {
+		key, _ := chat.APIChatKey(id)
+		if got, ok := chat.APIChatID(key); !ok || got != id {
+			t.Errorf("APIChatID(%q) = %q, %v", key, got, ok)
+		}
+	}
+	for _, key := range []string{"telegram:chat:1", "api:chat:", "api:chat:a b", "api:x"} {
+		if id, ok := chat.APIChatID(key); ok {
+			t.Errorf("APIChatID(%q) = %q, true; want not an api chat", key, id)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -134,7 +133,7 @@ const routeLookBack = 500
 // route is where a run for chatKey replies: the api channel for API chats,
 // else the chat, topic or thread of the latest message the chat sent.
 func (s *Scheduler) route(ctx context.Context, chatKey string) (dispatch.RequestContext, error) {
-	if id, ok := strings.CutPrefix(chatKey, chat.ChannelAPI+":chat:"); ok {
+	if id, ok := chat.APIChatID(chatKey); ok {
 		return dispatch.RequestContext{Channel: chat.ChannelAPI, ChatID: id, ChatKey: chatKey, ChatType: "api"}, nil
 	}
 	recent, err := s.hist.Recent(ctx, chatKey, routeLookBack)

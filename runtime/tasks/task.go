@@ -179,7 +179,7 @@ func (t Task) Validate() error {
 		return fmt.Errorf("%w: chatKey %q is not a chat key (like telegram:chat:123456 or api:chat:default)", ErrInvalid, clip(t.ChatKey, 80))
 	}
 	if strings.HasPrefix(t.ChatKey, chat.ChannelAPI+":") {
-		if _, err := chat.APIChatKey(strings.TrimPrefix(t.ChatKey, chat.ChannelAPI+":chat:")); err != nil || !strings.HasPrefix(t.ChatKey, chat.ChannelAPI+":chat:") {
+		if _, ok := chat.APIChatID(t.ChatKey); !ok {
 			return fmt.Errorf("%w: chatKey %q: an API chat is api:chat:<id>, the id 1 to 128 characters of A-Z a-z 0-9 . _ : @ -", ErrInvalid, clip(t.ChatKey, 80))
 		}
 	}
