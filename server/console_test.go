@@ -3,6 +3,7 @@ package server_test
 import (
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -23,32 +24,15 @@ func withConsole(o *server.Options) { o.Console = true }
 // follow redirects, so each answer can be checked.
 func consoleClient(t *testing.T, e *env) *http.Client {
 	t.Helper()
-	c := e.srv.Client()
-	jar := &cookieJar{}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *e.srv.Client()
 	c.Jar = jar
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return c
+	return &c
 }
-
-// cookieJar keeps the cookies of one host, as a browser would for it.
-type cookieJar struct{ cookies []*http.Cookie }
-
-func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) {
-	for _, c := range cs {
-		kept := j.cookies[:0]
-		for _, old := range j.cookies {
-			if old.Name != c.Name {
-				kept = append(kept, old)
-			}
-		}
-		j.cookies = kept
-		if c.MaxAge >= 0 {
-			j.cookies = append(j.cookies, c)
-		}
-	}
-}
-
-func (j *cookieJar) Cookies(*url.URL) []*http.Cookie { return j.cookies }
 
 func send(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
 	t.Helper()

@@ -1,24 +1,17 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/tasks"
+	"github.com/shipmyagent/ship/server/console"
 )
 
-// TaskService is the scheduled tasks as the API shows them: the
-// scheduler (tasks.Scheduler).
-type TaskService interface {
-	// List is every task file: schedule, next and last run, or why the
-	// file is invalid.
-	List(ctx context.Context) ([]tasks.Status, error)
-	// RunNow queues a run of the task now and returns its id (the taskId
-	// of its events).
-	RunNow(ctx context.Context, name string) (string, error)
-}
+// TaskService is the scheduled tasks as the API and the console show
+// them: the scheduler (tasks.Scheduler).
+type TaskService = console.TaskService
 
 // handleTasks lists the scheduled tasks (GET /api/tasks).
 func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {

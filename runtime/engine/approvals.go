@@ -55,10 +55,8 @@ func (e *Engine) DecideApproval(ctx context.Context, code string, approve bool, 
 	if e.gov.approvals == nil {
 		return ErrApprovalsOff
 	}
-	a, ok := e.gov.approvals.Get(strings.ToUpper(strings.TrimSpace(code)))
-	if !ok {
-		a.ChatKey = "" // decide reports the unknown code
-	}
+	// An unknown code leaves a zero: decide then reports it as unknown.
+	a, _ := e.gov.approvals.Get(strings.ToUpper(strings.TrimSpace(code)))
 	pol := e.gov.current()
 	by := policy.Approver{Identity: "console:" + role, ChatKey: a.ChatKey, MayApprove: role != "" && pol.RoleMayApprove(role)}
 	if err := e.decide(ctx, code, approve, by, "the console ("+role+")", dispatch.RequestContext{}); err != nil {

@@ -12,8 +12,11 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
-// consoleChatID is the api chat the console talks in by default.
-const consoleChatID = "console"
+// The api chat the console talks in by default.
+const (
+	consoleChatID  = "console"
+	consoleChatKey = chat.ChannelAPI + ":chat:" + consoleChatID
+)
 
 // Bounds of what one page reads from the chat logs.
 const (
@@ -53,7 +56,7 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	d := chatsData{Query: q, Platform: platform, ConsoleKey: chatKeyAPI(consoleChatID)}
+	d := chatsData{Query: q, Platform: platform, ConsoleKey: consoleChatKey}
 	seen := map[string]bool{}
 	for _, k := range keys {
 		ch := channelOf(k)
@@ -105,9 +108,6 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "Chats", d.write)
 }
 
-// chatKeyAPI is the chatKey of an api chat whose id is known to be valid.
-func chatKeyAPI(id string) string { return chat.ChannelAPI + ":chat:" + id }
-
 // channelOf is the platform part of a chatKey ("telegram:chat:42").
 func channelOf(key string) string {
 	ch, _, _ := strings.Cut(key, ":")
@@ -137,13 +137,13 @@ func chatTitle(key string, recent []chat.ChatLogEntryV1) (title, kind string) {
 		}
 		break
 	}
+	apiID, api := chat.APIChatID(key)
 	switch {
-	case strings.HasPrefix(key, chat.ChannelAPI+":chat:"):
-		id := strings.TrimPrefix(key, chat.ChannelAPI+":chat:")
-		if id == consoleChatID {
+	case api:
+		if apiID == consoleChatID {
 			return "Console chat", "api"
 		}
-		return "API chat " + id, "api"
+		return "API chat " + apiID, "api"
 	case kind == "private" || kind == "p2p" || kind == "c2c":
 		switch {
 		case user != "":
@@ -181,43 +181,36 @@ type chatData struct {
 // handleChat shows one chat's log; its live part follows the chat's
 // events (see console.js).
 func (c *Console) handleChat(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	if _, err := chat.EscapeChatKey(key); err != nil {
-		plain(w, http.StatusBadRequest, "That is not a chat key.")
-		return
+	if d, ok := c.loadChat(w, r, r.PathValue("key")); ok {
+		c.render(w, r, d.Title, func(m *markup) { c.writeChat(m, d) })
 	}
-	d, ok, err := c.chat(r, key)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if !ok {
-		plain(w, http.StatusNotFound, "There is no chat "+key+".")
-		return
-	}
-	c.render(w, r, d.Title, func(m *markup) { c.writeChat(m, d) })
 }
 
 // handleEntries is the chat log part of the Chat page, which it reloads
 // when the chat's events say the log grew.
 func (c *Console) handleEntries(w http.ResponseWriter, r *http.Request) {
-	key := r.URL.Query().Get("chat")
+	if d, ok := c.loadChat(w, r, r.URL.Query().Get("chat")); ok {
+		var m markup
+		c.entries(&m, d)
+		c.write(w, http.StatusOK, &m)
+	}
+}
+
+// loadChat reads what the Chat page shows of key, or answers why it
+// cannot (not a chat key, no such chat, a failed read) and returns false.
+func (c *Console) loadChat(w http.ResponseWriter, r *http.Request, key string) (chatData, bool) {
 	if _, err := chat.EscapeChatKey(key); err != nil {
 		plain(w, http.StatusBadRequest, "That is not a chat key.")
-		return
+		return chatData{}, false
 	}
 	d, ok, err := c.chat(r, key)
-	if err != nil {
+	switch {
+	case err != nil:
 		c.fail(w, r, err)
-		return
-	}
-	if !ok {
+	case !ok:
 		plain(w, http.StatusNotFound, "There is no chat "+key+".")
-		return
 	}
-	var m markup
-	c.entries(&m, d)
-	c.write(w, http.StatusOK, &m)
+	return d, err == nil && ok
 }
 
 // chat reads what the Chat page shows. ok is false for a chat that has no
@@ -231,7 +224,7 @@ func (c *Console) chat(r *http.Request, key string) (chatData, bool, error) {
 	if err != nil {
 		return chatData{}, false, err
 	}
-	api := strings.HasPrefix(key, chat.ChannelAPI+":chat:")
+	_, api := chat.APIChatID(key)
 	if len(entries) == 0 && !api {
 		keys, err := c.opts.Engine.Store().ChatKeys(r.Context())
 		if err != nil || !slices.Contains(keys, key) {
@@ -257,8 +250,8 @@ func (c *Console) chat(r *http.Request, key string) (chatData, bool, error) {
 func (c *Console) handleSend(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 256<<10)
 	key := r.PostFormValue("chat")
-	id, ok := strings.CutPrefix(key, chat.ChannelAPI+":chat:")
-	if _, err := chat.APIChatKey(id); !ok || err != nil {
+	id, ok := chat.APIChatID(key)
+	if !ok {
 		plain(w, http.StatusBadRequest, "The console sends only into api chats (api:chat:<id>).")
 		return
 	}

@@ -30,10 +30,14 @@ import (
 //go:embed static
 var staticFS embed.FS
 
-// TaskService is the scheduled tasks as the console shows them: the
-// scheduler (tasks.Scheduler).
+// TaskService is the scheduled tasks as the console (and the API) show
+// them: the scheduler (tasks.Scheduler).
 type TaskService interface {
+	// List is every task file: schedule, next and last run, or why the
+	// file is invalid.
 	List(ctx context.Context) ([]tasks.Status, error)
+	// RunNow queues a run of the task now and returns its id (the taskId
+	// of its events).
 	RunNow(ctx context.Context, name string) (string, error)
 }
 
@@ -146,33 +150,15 @@ var navigation = []struct{ Path, Title string }{
 	{"/", "Overview"}, {"/chats", "Chats"}, {"/approvals", "Approvals"}, {"/tasks", "Tasks"}, {"/tools", "Tools"},
 }
 
-// pageData is what every page's layout needs besides the page's own data.
-type pageData struct {
-	Title   string
-	Path    string
-	CSRF    string
-	Auth    bool // a token is set: show "Log out"
-	Pending int  // approvals waiting, for the navigation badge
-	Version string
-}
-
 // render writes a page: the layout around what body writes. A request
 // from htmx (HX-Request) gets only the page's main element, which is what
 // its live parts swap in.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, title string, body func(*markup)) {
-	sess := sessionFrom(r.Context())
-	pd := pageData{Title: title, Path: r.URL.Path, Auth: c.opts.Token != "", Version: c.opts.Version}
-	if sess != nil {
-		pd.CSRF = sess.csrf
-	}
-	if a := c.opts.Engine.Approvals(); a != nil {
-		pd.Pending = len(a.Pending(""))
-	}
 	var m markup
 	if r.Header.Get("HX-Request") == "true" {
 		body(&m)
 	} else {
-		c.layout(&m, pd, body)
+		c.layout(&m, r, title, body)
 	}
 	c.write(w, http.StatusOK, &m)
 }

@@ -71,9 +71,6 @@ func handleStatic(w http.ResponseWriter, r *http.Request) {
 // chatURL is the Chat page of key.
 func chatURL(key string) string { return "/chats/" + url.PathEscape(key) }
 
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
-func urlPathEscape(s string) string  { return url.PathEscape(s) }
-
 // ago is "12 s ago", "5 min ago", "3 h ago", "2 days ago".
 func ago(t time.Time) string {
 	if t.IsZero() {
@@ -106,8 +103,8 @@ func clock(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	t = t.Local()
-	if y, m, d := t.Date(); y == time.Now().Year() && m == time.Now().Month() && d == time.Now().Day() {
+	t, now := t.Local(), time.Now()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
 		return t.Format("15:04:05")
 	}
 	return t.Format("2006-01-02 15:04")

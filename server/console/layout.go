@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -28,31 +29,39 @@ func (c *Console) head(m *markup, title string, scripts bool) {
 }
 
 // layout writes a whole page: navigation, then what main writes.
-func (c *Console) layout(m *markup, pd pageData, main func(*markup)) {
-	c.head(m, pd.Title, true)
+func (c *Console) layout(m *markup, r *http.Request, title string, main func(*markup)) {
+	var csrf string
+	if sess := sessionFrom(r.Context()); sess != nil {
+		csrf = sess.csrf
+	}
+	pending := 0 // approvals waiting, for the navigation badge
+	if a := c.opts.Engine.Approvals(); a != nil {
+		pending = len(a.Pending(""))
+	}
+	c.head(m, title, true)
 	// Every htmx request carries the session's CSRF token.
-	m.open("body", "hx-headers", `{"X-CSRF-Token": "`+pd.CSRF+`"}`)
+	m.open("body", "hx-headers", `{"X-CSRF-Token": "`+csrf+`"}`)
 	m.raw(`<a class="skip" href="#main">Skip to content</a><header class="top"><a class="brand" href="/">ship</a>`)
 	m.raw(`<nav aria-label="Console"><ul>`)
 	for _, n := range navigation {
 		m.open("li")
-		m.open("a", "href", n.Path, "?aria-current", when(current(n.Path, pd.Path), "page"))
+		m.open("a", "href", n.Path, "?aria-current", when(current(n.Path, r.URL.Path), "page"))
 		m.text(n.Title)
-		if n.Path == "/approvals" && pd.Pending > 0 {
+		if n.Path == "/approvals" && pending > 0 {
 			m.raw(" ")
-			m.el("span", strconv.Itoa(pd.Pending), "class", "badge", "title", "waiting for a decision")
+			m.el("span", strconv.Itoa(pending), "class", "badge", "title", "waiting for a decision")
 		}
 		m.raw("</a></li>")
 	}
 	m.raw("</ul></nav>")
-	if pd.Auth {
+	if c.opts.Token != "" { // signed in: offer to sign out
 		m.raw(`<form class="logout" method="post" action="/logout">`)
-		m.open("input", "type", "hidden", "name", csrfField, "value", pd.CSRF)
+		m.open("input", "type", "hidden", "name", csrfField, "value", csrf)
 		m.raw(`<button class="link" type="submit">Log out</button></form>`)
 	}
 	m.raw(`</header><div id="flash" role="alert" hidden></div>`)
 	main(m)
-	m.el("footer", "ship "+pd.Version)
+	m.el("footer", "ship "+c.opts.Version)
 	m.raw("</body></html>")
 }
 
@@ -66,7 +75,7 @@ func current(nav, path string) bool {
 func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	action := "/login"
 	if next := safeNext(r.URL.Query().Get("next")); next != "/" {
-		action += "?next=" + urlQueryEscape(next)
+		action += "?next=" + url.QueryEscape(next)
 	}
 	var m markup
 	c.head(&m, "Sign in", false)
@@ -136,7 +145,7 @@ func entry(m *markup, e entryView, withChat bool) {
 	m.el("time", clock(e.At), "datetime", e.At.UTC().Format("2006-01-02T15:04:05Z"), "title", e.At.Format("2006-01-02 15:04:05 MST"))
 	if e.Outcome != "" {
 		m.raw(" ")
-		m.el("span", e.Outcome, "class", "tag "+map[bool]string{true: "ok", false: "bad"}[e.Outcome == "ok"])
+		m.el("span", e.Outcome, "class", "tag "+when(e.Outcome == "ok", "ok")+when(e.Outcome != "ok", "bad"))
 	}
 	if e.Approval != "" {
 		m.raw(" ")

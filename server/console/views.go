@@ -1,6 +1,7 @@
 package console
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -41,7 +42,7 @@ func (d overviewData) write(m *markup) {
 			m.el("span", "(since "+clock(d.Started)+")", "class", "muted")
 		}))
 	m.open("p")
-	m.el("a", "Talk to ship in the console chat", "href", chatURL(chatKeyAPI(consoleChatID)))
+	m.el("a", "Talk to ship in the console chat", "href", chatURL(consoleChatKey))
 	m.close("p")
 	m.raw(`</div><div class="card"><h2>Queue</h2>`)
 	dl(m,
@@ -203,7 +204,7 @@ func (c *Console) writeChat(m *markup, d chatData) {
 		m.text(" · " + d.Kind)
 	}
 	m.raw(` · <a href="/chats">all chats</a></p>`)
-	m.open("div", "id", "log", "hx-get", "/console/entries?chat="+urlQueryEscape(d.Key)+"&limit="+strconv.Itoa(d.Limit),
+	m.open("div", "id", "log", "hx-get", "/console/entries?chat="+url.QueryEscape(d.Key)+"&limit="+strconv.Itoa(d.Limit),
 		"hx-trigger", "refresh, every 15s", "hx-swap", "innerHTML")
 	c.entries(m, d)
 	m.raw(`</div><div id="live" aria-live="polite"></div>`)
@@ -216,7 +217,7 @@ func (c *Console) writeChat(m *markup, d chatData) {
 	} else {
 		m.open("p", "class", "muted")
 		m.text("This chat is on " + d.Channel + "; answer it there. To talk to ship from here, open the ")
-		m.el("a", "console chat", "href", chatURL(chatKeyAPI(consoleChatID)))
+		m.el("a", "console chat", "href", chatURL(consoleChatKey))
 		m.raw(".</p>")
 	}
 	m.raw(`</main>`)
@@ -309,7 +310,7 @@ func (d tasksData) write(m *markup) {
 		}
 		m.raw("</td><td>")
 		if t.Error == "" {
-			m.el("button", "Run now", "hx-post", "/console/tasks/"+urlPathEscape(t.Name)+"/run", "hx-swap", "none", "data-after", "refresh")
+			m.el("button", "Run now", "hx-post", "/console/tasks/"+url.PathEscape(t.Name)+"/run", "hx-swap", "none", "data-after", "refresh")
 		}
 		m.raw("</td></tr>")
 	}
