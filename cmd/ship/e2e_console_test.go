@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -62,26 +61,12 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	return v
 }
 
-// poll waits until a JavaScript expression is true in the page. It asks
-// again after an error too: right after a navigation the page's context
-// may be gone ("Inspected target navigated or closed") until the new one
-// is up. The browser context's deadline is the hang guard.
+// poll waits until a JavaScript expression is true in the page; the
+// browser context's deadline is the hang guard.
 func poll(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		if err == nil && ok {
-			return
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s (%s): %v (last error: %v)", what, expr, ctx.Err(), last)
-		case <-tick.C:
-		}
+	if err := chromedp.Do(ctx, browser.Until(expr)); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -68,4 +69,32 @@ func Cookies() chromedp.Action[[]*network.Cookie] {
 		}
 		return res.Cookies, nil
 	}
+}
+
+// Until waits until the JavaScript expression expr is true in the tab,
+// asking every 20 ms until ctx ends. Unlike chromedp.Poll it lives through
+// a navigation: right after one, the page's execution context may be gone
+// ("Inspected target navigated or closed") until the new page's is up, and
+// Until simply asks again.
+func Until(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		var last error
+		for {
+			ok, err := chromedp.Evaluate[bool](expr)(ctx, t)
+			if err == nil && ok {
+				return nil
+			}
+			last = err
+			select {
+			case <-ctx.Done():
+				if last != nil {
+					return fmt.Errorf("waiting for %s: %w (last error: %v)", expr, ctx.Err(), last)
+				}
+				return fmt.Errorf("waiting for %s: %w", expr, ctx.Err())
+			case <-tick.C:
+			}
+		}
+	})
 }
