@@ -2,12 +2,12 @@ package feishu_test
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/media"
@@ -15,16 +15,6 @@ import (
 
 // pngBytes is enough of a PNG for content sniffing.
 var pngBytes = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR a tiny image")
-
-func entryFiles(t *testing.T, e chat.ChatLogEntryV1) []media.File {
-	t.Helper()
-	raw, _ := json.Marshal(e.Meta["files"])
-	var files []media.File
-	if err := json.Unmarshal(raw, &files); err != nil {
-		t.Fatalf("meta.files %s: %v", raw, err)
-	}
-	return files
-}
 
 func stem(t *testing.T, chatKey string) string {
 	s, err := chat.EscapeChatKey(chatKey)
@@ -62,7 +52,7 @@ func TestImageIsDownloadedAndShownToAVisionModel(t *testing.T) {
 		t.Fatalf("image parts %+v", imgs)
 	}
 	u := firstUser(t, e.entries("feishu:chat:oc_img"))
-	f := entryFiles(t, u)
+	f := adaptertest.Files(t, u)
 	if len(f) != 1 || f[0].Kind != media.KindImage || f[0].MIME != "image/png" || !strings.HasPrefix(f[0].Path, ".ship/files/"+stem(t, "feishu:chat:oc_img")+"/") {
 		t.Fatalf("meta.files %+v", f)
 	}

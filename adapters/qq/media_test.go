@@ -2,13 +2,13 @@ package qq_test
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/fakeqq"
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -28,16 +28,6 @@ func (e *env) firstUser(key string) chat.ChatLogEntryV1 {
 	return chat.ChatLogEntryV1{}
 }
 
-func entryFiles(t *testing.T, en chat.ChatLogEntryV1) []media.File {
-	t.Helper()
-	raw, _ := json.Marshal(en.Meta["files"])
-	var files []media.File
-	if err := json.Unmarshal(raw, &files); err != nil {
-		t.Fatalf("meta.files %s: %v", raw, err)
-	}
-	return files
-}
-
 func TestImageAttachmentReachesAVisionModel(t *testing.T) {
 	e := newEnv(t, setup{vision: true})
 	e.qq.Push(fakeqq.WithAttachments(e.qq.GroupAt("G1", "M1", "what's this?"), e.qq.Image("shot.png", "image/png", 320, 200, pngBytes)))
@@ -50,7 +40,7 @@ func TestImageAttachmentReachesAVisionModel(t *testing.T) {
 	if text := req.LastUser(); !strings.HasPrefix(text, "[image (320x200), ") || !strings.HasSuffix(text, "]\nwhat's this?") {
 		t.Errorf("text %q", text)
 	}
-	f := entryFiles(t, e.firstUser("qq:group:G1"))
+	f := adaptertest.Files(t, e.firstUser("qq:group:G1"))
 	if len(f) != 1 || f[0].Kind != media.KindImage || f[0].Name != "shot.png" {
 		t.Fatalf("meta.files %+v", f)
 	}

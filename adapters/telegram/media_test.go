@@ -2,13 +2,13 @@ package telegram_test
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/media"
@@ -16,20 +16,6 @@ import (
 
 // jpeg is enough of a JPEG for content sniffing.
 var jpeg = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00 a tiny photo")
-
-// entryFiles decodes meta.files of a log entry.
-func entryFiles(t *testing.T, e chat.ChatLogEntryV1) []media.File {
-	t.Helper()
-	raw, err := json.Marshal(e.Meta["files"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []media.File
-	if err := json.Unmarshal(raw, &files); err != nil {
-		t.Fatalf("meta.files %s: %v", raw, err)
-	}
-	return files
-}
 
 func userEntries(es []chat.ChatLogEntryV1) []chat.ChatLogEntryV1 {
 	var out []chat.ChatLogEntryV1
@@ -58,7 +44,7 @@ func TestPhotoReachesAVisionModelAsAnImagePart(t *testing.T) {
 
 	// The log references the stored file; the file holds the photo.
 	u := userEntries(e.entries("telegram:chat:90"))
-	files := entryFiles(t, u[0])
+	files := adaptertest.Files(t, u[0])
 	if len(files) != 1 || files[0].Kind != media.KindImage || files[0].MIME != "image/jpeg" || files[0].Bytes != int64(len(jpeg)) ||
 		!strings.HasPrefix(files[0].Path, ".ship/files/telegram_chat_90/") {
 		t.Fatalf("meta.files = %+v", files)
@@ -155,7 +141,7 @@ func TestVoiceNoteBecomesTheInstruction(t *testing.T) {
 	if u.Text != "what's on my calendar today?" || u.Meta["transcript"] != true {
 		t.Errorf("log entry %q meta %v: want the transcript, marked", u.Text, u.Meta)
 	}
-	if f := entryFiles(t, u); len(f) != 1 || f[0].Kind != media.KindVoice {
+	if f := adaptertest.Files(t, u); len(f) != 1 || f[0].Kind != media.KindVoice {
 		t.Errorf("meta.files = %+v", f)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/tools"
 )
 
@@ -111,4 +112,14 @@ func Entries(t testing.TB, e *engine.Engine, chatKey string) []chat.ChatLogEntry
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Files returns the files a log entry lists in meta.files.
+func Files(t testing.TB, e chat.ChatLogEntryV1) []media.File {
+	t.Helper()
+	files, err := media.FilesOf(e.Meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

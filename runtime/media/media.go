@@ -6,6 +6,7 @@ package media
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,26 @@ type File struct {
 	Bytes int64  `json:"bytes"`
 	// Name is the file's name as the sender's app gave it, if any.
 	Name string `json:"name,omitempty"`
+}
+
+// FilesOf reads meta.files of a chat log entry: the []File ingress put
+// there, or the same list as a JSON decoder returns it from the log.
+func FilesOf(meta map[string]any) ([]File, error) {
+	switch v := meta["files"].(type) {
+	case nil:
+		return nil, nil
+	case []File:
+		return v, nil
+	}
+	raw, err := json.Marshal(meta["files"])
+	if err != nil {
+		return nil, fmt.Errorf("reading meta.files: %w", err)
+	}
+	var files []File
+	if err := json.Unmarshal(raw, &files); err != nil {
+		return nil, fmt.Errorf("reading meta.files %.100s: %w", raw, err)
+	}
+	return files, nil
 }
 
 // Dir is where files are kept, relative to the project folder.

@@ -3,9 +3,11 @@ package media_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,25 @@ func TestPruneDropsOldestFirst(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, "c", "*"))
 	if len(left) != 1 || filepath.Base(left[0]) != "c" {
 		t.Errorf("left %v, want only the newest", left)
+	}
+}
+
+func TestFilesOfReadsBothShapesOfMetaFiles(t *testing.T) {
+	want := []media.File{{Kind: media.KindImage, Path: ".ship/files/c/1-a.png", MIME: "image/png", Bytes: 3, Name: "a.png"}}
+	fromLog := map[string]any{}
+	if err := json.Unmarshal([]byte(`{"files":[{"kind":"image","path":".ship/files/c/1-a.png","mime":"image/png","bytes":3,"name":"a.png"}]}`), &fromLog); err != nil {
+		t.Fatal(err)
+	}
+	for _, meta := range []map[string]any{{"files": want}, fromLog} {
+		got, err := media.FilesOf(meta)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("FilesOf(%v) = %+v, %v", meta, got, err)
+		}
+	}
+	if got, err := media.FilesOf(nil); got != nil || err != nil {
+		t.Errorf("no meta: %v, %v", got, err)
+	}
+	if _, err := media.FilesOf(map[string]any{"files": "not a list"}); err == nil {
+		t.Error("a malformed meta.files reads without error")
 	}
 }

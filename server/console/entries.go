@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // entryView is one chat log entry as the Chat page and search show it.
@@ -46,36 +47,29 @@ func (c *Console) view(e chat.ChatLogEntryV1) entryView {
 		v.Outcome, _ = e.Meta["outcome"].(string)
 	}
 	v.Approval, _ = e.Meta["approval"].(string)
-	files, _ := e.Meta["files"].([]any)
+	files, _ := media.FilesOf(e.Meta) // a malformed list shows no files
 	for _, f := range files {
-		m, _ := f.(map[string]any)
-		p, _ := m["path"].(string)
-		kind, _ := m["kind"].(string)
-		name, _ := m["name"].(string)
 		switch {
-		case p != "" && kind == "image":
-			v.Images = append(v.Images, "/console/files?path="+url.QueryEscape(p))
-		case name != "":
-			v.Files = append(v.Files, name)
-		case p != "":
-			v.Files = append(v.Files, path.Base(p))
+		case f.Path != "" && f.Kind == media.KindImage:
+			v.Images = append(v.Images, "/console/files?path="+url.QueryEscape(f.Path))
+		case f.Name != "":
+			v.Files = append(v.Files, f.Name)
+		case f.Path != "":
+			v.Files = append(v.Files, path.Base(f.Path))
 		}
 	}
 	return v
 }
 
-// filesDir is where received files live, relative to the project.
-const filesDir = ".ship/files"
-
 // handleFile serves a received image for its thumbnail. Only files under
 // .ship/files are served, opened through os.Root so no path can climb out.
 func (c *Console) handleFile(w http.ResponseWriter, r *http.Request) {
-	rel, ok := strings.CutPrefix(path.Clean("/"+r.URL.Query().Get("path")), "/"+filesDir+"/")
+	rel, ok := strings.CutPrefix(path.Clean("/"+r.URL.Query().Get("path")), "/"+media.Dir+"/")
 	if !ok || c.opts.ProjectDir == "" {
 		http.NotFound(w, r)
 		return
 	}
-	root, err := os.OpenRoot(filepath.Join(c.opts.ProjectDir, filepath.FromSlash(filesDir)))
+	root, err := os.OpenRoot(filepath.Join(c.opts.ProjectDir, filepath.FromSlash(media.Dir)))
 	if err != nil {
 		http.NotFound(w, r)
 		return
