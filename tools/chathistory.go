@@ -26,7 +26,7 @@ const (
 // the current chat from the ChatStore and inserts them into the run's
 // messages just before the current user message.
 type ChatLoadHistory struct {
-	Store *chat.Store
+	Store chat.Log
 }
 
 // Definition describes chat_load_history to the model.

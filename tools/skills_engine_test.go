@@ -80,7 +80,7 @@ func newSkillEngine(t *testing.T, dir string) *skillEngine {
 	}
 	shell := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, Logger: log})
 	eng, err := engine.New(engine.Options{
-		Tools: func(s *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+		Tools: func(s chat.Log, d *dispatch.Deliverer) []agent.Tool {
 			return append(append(tools.Default(s, d), shell), tools.Skills(cat)...)
 		},
 		PromptSections: []func() string{cat.PromptSection},

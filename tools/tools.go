@@ -14,7 +14,7 @@ import (
 
 // Default returns the tools every channel offers: chat_send and
 // chat_load_history.
-func Default(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+func Default(store chat.Log, d *dispatch.Deliverer) []agent.Tool {
 	return []agent.Tool{&ChatSend{Deliverer: d}, &ChatLoadHistory{Store: store}}
 }
 

@@ -259,8 +259,8 @@ func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 // toolsFor returns the tools the model may be offered: the chat tools,
 // the contact tools, extra (the skills), the task tools, and shell when
 // ship.json switches it on (the policy then decides who may run what).
-func toolsFor(cfg config.Config, book *contacts.Book, shell *tools.ExecShell, log zerolog.Logger, extra ...agent.Tool) func(*chat.Store, *dispatch.Deliverer) []agent.Tool {
-	return func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+func toolsFor(cfg config.Config, book *contacts.Book, shell *tools.ExecShell, log zerolog.Logger, extra ...agent.Tool) func(chat.Log, *dispatch.Deliverer) []agent.Tool {
+	return func(store chat.Log, d *dispatch.Deliverer) []agent.Tool {
 		ts := append(tools.Default(store, d), tools.Contacts(book, d)...)
 		ts = append(ts, extra...)
 		ts = append(ts, taskTools(cfg)...)

@@ -23,7 +23,7 @@ type Options struct {
 	Model llms.Model
 	Tools []Tool
 	// Store is the ChatStore that history is rebuilt from after a restart.
-	Store *chat.Store
+	Store chat.Log
 	// AgentMDPath is the operator's standing instructions; a missing file
 	// means none.
 	AgentMDPath string

@@ -61,7 +61,7 @@ func (s *session) messages() []llms.MessageContent {
 // sessions is the LRU of in-memory chat histories.
 type sessions struct {
 	limits HistoryLimits
-	store  *chat.Store
+	store  chat.Log
 
 	mu     sync.Mutex
 	lru    *list.List // of *session, most recent first
@@ -69,7 +69,7 @@ type sessions struct {
 	epochs uint64 // the last epoch handed out
 }
 
-func newSessions(limits HistoryLimits, store *chat.Store) *sessions {
+func newSessions(limits HistoryLimits, store chat.Log) *sessions {
 	return &sessions{limits: limits.withDefaults(), store: store, lru: list.New(), m: make(map[string]*list.Element)}
 }
 

@@ -193,6 +193,7 @@ func (s *Store) AppendDeferred(ctx context.Context, e ChatLogEntryV1) (ChatLogEn
 // Pending is an entry written by AppendDeferred that may not be on stable
 // storage yet.
 type Pending struct {
+	wait func() error // set by NewPending instead of s and cf
 	s    *Store
 	cf   *chatFile
 	seq  uint64
@@ -216,6 +217,10 @@ func (p *Pending) Release() {
 // Later calls return the first result.
 func (p *Pending) Wait() error {
 	p.once.Do(func() {
+		if p.wait != nil {
+			p.err = p.wait()
+			return
+		}
 		if p.cf == nil {
 			return
 		}

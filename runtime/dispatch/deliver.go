@@ -111,7 +111,7 @@ const (
 type Deliverer struct {
 	Registry *Registry
 	// Store, when set, receives an assistant entry per delivered reply.
-	Store *chat.Store
+	Store chat.Log
 	// BeforeSend, when set, runs before every send and a failure sends
 	// nothing. The engine records the intent to reply in its journal here,
 	// so that after a crash a message whose reply may have gone out is never

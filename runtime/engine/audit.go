@@ -23,7 +23,7 @@ const auditOutputChars = 2000
 // ran, what was refused and what waits for approval. chat_send is the one
 // exception: the reply it delivered is the assistant entry already.
 type audit struct {
-	store  *chat.Store
+	store  chat.Log
 	redact func(string) string
 	req    dispatch.RequestContext
 
@@ -31,7 +31,7 @@ type audit struct {
 	refusal map[string]string // callID → policy_rejected | approval_required
 }
 
-func newAudit(store *chat.Store, redact func(string) string, req dispatch.RequestContext) *audit {
+func newAudit(store chat.Log, redact func(string) string, req dispatch.RequestContext) *audit {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}

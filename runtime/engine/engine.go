@@ -42,7 +42,7 @@ type Options struct {
 	Queue       queue.Options
 	// Tools builds the tools offered to the model from the store and the
 	// deliverer the engine creates; nil offers none.
-	Tools func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool
+	Tools func(store chat.Log, d *dispatch.Deliverer) []agent.Tool
 	// Stream makes the runtime stream model text to OnStep listeners.
 	Stream bool
 	// UserLimit is the per-user message rate on platforms (see
@@ -95,7 +95,7 @@ type Options struct {
 // Engine is ship's core wired together.
 type Engine struct {
 	events   *events.Bus
-	store    *chat.Store
+	store    chat.Log
 	registry *dispatch.Registry
 	runtime  *agent.Runtime
 	queue    *ingress.Queue
@@ -247,7 +247,7 @@ func New(opts Options) (*Engine, error) {
 func (e *Engine) Events() *events.Bus { return e.events }
 
 // Store is the ChatStore.
-func (e *Engine) Store() *chat.Store { return e.store }
+func (e *Engine) Store() chat.Log { return e.store }
 
 // Queue is the one global queue.
 func (e *Engine) Queue() *ingress.Queue { return e.queue }

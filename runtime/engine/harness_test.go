@@ -116,7 +116,7 @@ type harness struct {
 	fake    *fakeopenai.Server
 	logs    *logbuf.Buffer
 	engine  *engine.Engine
-	store   *chat.Store
+	store   chat.Log
 	out     *outbox
 	runtime *agent.Runtime
 	queue   *ingress.Queue
@@ -168,7 +168,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	shell := tools.NewExecShell(tools.ExecShellOptions{Dir: h.dir, Secrets: o.secrets, DropEnv: []string{"LLM_API_KEY"}, Logger: log})
-	toolset := func(s *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+	toolset := func(s chat.Log, d *dispatch.Deliverer) []agent.Tool {
 		ts := tools.Default(s, d)
 		if o.exec {
 			ts = append(ts, shell)

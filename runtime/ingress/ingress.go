@@ -83,7 +83,7 @@ type Ticket struct {
 
 // Options configure an Ingress.
 type Options struct {
-	Store *chat.Store
+	Store chat.Log
 	Queue *Queue
 	// Journal, when set, records accepted work durably.
 	Journal *journal.Journal
@@ -99,7 +99,7 @@ type Options struct {
 // Ingress is the path every message takes: it is logged in the ChatStore
 // first, then queued for the one runtime.
 type Ingress struct {
-	store   *chat.Store
+	store   chat.Log
 	queue   *Queue
 	journal *journal.Journal
 	limiter *UserLimiter

@@ -93,7 +93,7 @@ func newEnv(t *testing.T, s setup) *env {
 		ChatsDir: filepath.Join(e.dir, ".ship", "chats"), JournalPath: filepath.Join(e.dir, ".ship", "pending.jsonl"),
 		Durability: chat.DurabilityNone, Model: llm, ModelName: "fake/m", Logger: log, RetryBackoff: time.Millisecond,
 		Policy: func() *policy.Policy { return pol },
-		Tools: func(store *chat.Store, d *dispatch.Deliverer) []agent.Tool {
+		Tools: func(store chat.Log, d *dispatch.Deliverer) []agent.Tool {
 			return append(tools.Default(store, d), tools.Tasks(tools.TaskToolsOptions{Dir: e.taskDir(), Local: time.UTC, Now: e.clock.Now})...)
 		},
 	})
