@@ -47,6 +47,8 @@ type Config struct {
 	// the files people send.
 	STT   stt.Config  `json:"stt"`
 	Files FilesConfig `json:"files"`
+	// Cluster makes ship one replica of a group over NATS JetStream.
+	Cluster ClusterConfig `json:"cluster"`
 
 	// lookup is how this configuration read the environment (and .env):
 	// a reload of ship.json expands "${VAR}" the same way.
@@ -330,6 +332,7 @@ func applyEnv(cfg *Config, lookup LookupEnv) error {
 	str("QQ_MODE", &cfg.Adapters.QQ.Mode)
 	str("QQ_WEBHOOK_SECRET", &cfg.Adapters.QQ.WebhookSecret)
 	applyMediaEnv(cfg, lookup)
+	applyClusterEnv(cfg, lookup)
 	if v, ok := lookup("SHIP_PORT"); ok && v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 0 || p > 65535 {
@@ -382,6 +385,7 @@ func (c *Config) applyDefaults() {
 		c.Log.Level = "info"
 	}
 	c.LLM = c.LLM.Normalized()
+	c.clusterDefaults()
 }
 
 func (c *Config) validate() error {
@@ -435,6 +439,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.MCP.Validate(); err != nil {
+		return err
+	}
+	if err := c.Cluster.validate(); err != nil {
 		return err
 	}
 	if c.Queue.Concurrency > 64 {

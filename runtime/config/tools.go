@@ -120,7 +120,7 @@ func (c Config) Secrets() []string {
 		c.LLM.APIKey, c.Server.Token, c.STT.APIKey,
 		a.Telegram.BotToken, a.Telegram.WebhookSecret,
 		a.Feishu.AppSecret, a.Feishu.EncryptKey, a.Feishu.VerificationToken,
-		a.QQ.AppSecret, a.QQ.WebhookSecret,
+		a.QQ.AppSecret, a.QQ.WebhookSecret, c.Cluster.NATS.Token,
 	}
 	all = append(all, c.modelKeys()...)
 	out := all[:0]
@@ -135,7 +135,7 @@ func (c Config) Secrets() []string {
 // SecretEnv names the environment variables that hold secrets ship knows:
 // a tool's child process never sees them.
 var SecretEnv = []string{
-	"LLM_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SHIP_API_TOKEN",
+	"LLM_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SHIP_API_TOKEN", "SHIP_NATS_TOKEN", "SHIP_NATS_URL",
 	"TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET",
 	"FEISHU_APP_SECRET", "FEISHU_ENCRYPT_KEY", "FEISHU_VERIFICATION_TOKEN",
 	"QQ_APP_SECRET", "QQ_WEBHOOK_SECRET", "STT_API_KEY",
