@@ -107,7 +107,7 @@ func TestSearchMatchesFileStore(t *testing.T) {
 	keywords := []string{"hello", "HeLLo", "istanbul", "i̇stanbul", "k", "\u212A", "straße", "ss", `"quoted"`, `\`, "/usr",
 		"<b>", "&", "テキスト", "🎉", "\t", "\n", "σίσυφος", "ΣΊΣΥΦΟΣ", "o", "absent"}
 	fs := openFileStore(t)
-	whole, _ := newStore(t, chatlog.Options{})             // tail holds the whole chat
+	whole, _ := newStore(t, chatlog.Options{})               // tail holds the whole chat
 	part, _ := newStore(t, chatlog.Options{CacheEntries: 3}) // Search streams the chat
 	const key = "telegram:chat:-100123:topic:7"
 	for _, text := range texts {
@@ -215,7 +215,7 @@ func TestInvalidEntriesWriteNothing(t *testing.T) {
 		mod  func(*chat.ChatLogEntryV1)
 		want error
 	}{
-		"empty chat key":   {func(e *chat.ChatLogEntryV1) { e.ChatKey = "" }, chat.ErrInvalidChatKey},
+		"empty chat key":    {func(e *chat.ChatLogEntryV1) { e.ChatKey = "" }, chat.ErrInvalidChatKey},
 		"chat key not utf8": {func(e *chat.ChatLogEntryV1) { e.ChatKey = "api:\xff" }, chat.ErrInvalidChatKey},
 		"chat key too long": {func(e *chat.ChatLogEntryV1) { e.ChatKey = strings.Repeat("é", 60) }, chat.ErrInvalidChatKey},
 		"unknown role":      {func(e *chat.ChatLogEntryV1) { e.Role = "admin" }, chat.ErrInvalidEntry},
