@@ -253,3 +253,12 @@ func redactErr(err error, token string) error {
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), token, "[redacted]"))
 }
+
+// ClientURL is the embedded server's client URL ("" without an embedded
+// server or client port): what other replicas' tools connect to.
+func (n *Node) ClientURL() string {
+	if n.srv == nil || n.opts.Embedded.Listen == "" {
+		return ""
+	}
+	return n.srv.ClientURL()
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -209,7 +210,12 @@ func (s *Store) Append(ctx context.Context, e chat.ChatLogEntryV1) (chat.ChatLog
 	if err != nil {
 		return chat.ChatLogEntryV1{}, err
 	}
-	if _, err := s.js.Publish(ctx, subject, data, jetstream.WithExpectStream(StreamName)); err != nil {
+	// While a stream leader is elected (a server died) a publish finds
+	// no responder: it is retried for up to ten seconds, under one message
+	// id so that a retry of a publish whose acknowledgement was lost is
+	// not stored twice.
+	if _, err := s.js.Publish(ctx, subject, data, jetstream.WithExpectStream(StreamName), jetstream.WithMsgID(nuid.Next()),
+		jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(250*time.Millisecond)); err != nil {
 		return chat.ChatLogEntryV1{}, fmt.Errorf("append chat entry: %w", err)
 	}
 	return e, nil
