@@ -13,8 +13,9 @@ import (
 type tail struct {
 	mu      sync.Mutex
 	lastSeq uint64 // stream sequence of the chat's newest message read
-	// entries are the newest decodable entries, oldest first: at most
-	// 2*max, trimmed to max (see add), so that appending stays O(1).
+	// entries are the newest decodable entries, oldest first: trimmed to
+	// max once a quarter more have gathered (see add), so that appending
+	// costs O(1) on average and memory stays near max.
 	entries []chat.ChatLogEntryV1
 	max     int
 	dropped bool // entries no longer starts at the chat's first entry
@@ -34,7 +35,7 @@ func (t *tail) add(seq uint64, data []byte) {
 	}
 	t.lastTS = e.TS
 	t.entries = append(t.entries, e)
-	if len(t.entries) >= 2*t.max {
+	if len(t.entries) > t.max+t.max/4 {
 		t.entries = append(t.entries[:0:0], t.entries[len(t.entries)-t.max:]...)
 		t.dropped = true
 	}

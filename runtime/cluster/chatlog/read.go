@@ -49,7 +49,7 @@ func (s *Store) Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatL
 		return out, nil
 	}
 	ring := newRing[chat.ChatLogEntryV1](n)
-	if _, err := s.scan(ctx, subject, 1, func(_ uint64, data []byte) bool {
+	if err := s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
 		if e, ok := decodeEntry(data); ok {
 			ring.push(e)
 		}
@@ -88,7 +88,7 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 	}
 	// The stream reads forward only: keep the newest limit matches.
 	ring := newRing[chat.ChatLogEntryV1](limit)
-	_, err = s.scan(ctx, subject, 1, func(_ uint64, data []byte) bool {
+	err = s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
 		var t struct {
 			Text string `json:"text"`
 		}
@@ -127,7 +127,7 @@ func (s *Store) Scan(ctx context.Context, chatKey string, fn func(chat.ChatLogEn
 		}
 		return nil
 	}
-	_, err = s.scan(ctx, subject, 1, func(_ uint64, data []byte) bool {
+	err = s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
 		if e, ok := decodeEntry(data); ok {
 			return fn(e)
 		}
@@ -218,7 +218,7 @@ func (s *Store) refresh(ctx context.Context, t *tail, subject string) error {
 	for gets := 0; ; gets++ {
 		if gets == catchUpGets {
 			start, from := time.Now(), t.msgs
-			if _, err := s.scan(ctx, subject, t.lastSeq+1, func(seq uint64, data []byte) bool {
+			if _, _, err := s.scan(ctx, subject, t.lastSeq+1, func(seq uint64, data []byte) bool {
 				t.add(seq, data)
 				return true
 			}); err != nil {
@@ -284,10 +284,36 @@ func (s *Store) nextBySubject(ctx context.Context, subject string, seq uint64) (
 	return resp.Message.Seq, resp.Message.Data, nil
 }
 
+// readAll feeds fn every message of subject from stream sequence start on,
+// in order, until fn returns false: the bulk through an ordered consumer,
+// the last word from the stream leader (see refresh), so that every
+// message acknowledged before the call is seen.
+func (s *Store) readAll(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) error {
+	last, more, err := s.scan(ctx, subject, start, fn)
+	if err != nil || !more {
+		return err
+	}
+	next := max(start, last+1)
+	for {
+		seq, data, err := s.nextBySubject(ctx, subject, next)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fn(seq, data) {
+			return nil
+		}
+		next = seq + 1
+	}
+}
+
 // scan feeds fn the messages of subject from stream sequence start on, in
-// order, through an ordered consumer, until fn returns false or none is
-// pending; it returns the sequence of the last one fed (0 for none).
-func (s *Store) scan(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) (uint64, error) {
+// order, through an ordered consumer, until fn returns false (more is then
+// false) or none is pending; last is the sequence of the last one fed (0
+// for none).
+func (s *Store) scan(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) (last uint64, more bool, err error) {
 	cctx, cancel := s.bounded(ctx)
 	cons, err := s.stream.OrderedConsumer(cctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{subject},
@@ -297,30 +323,32 @@ func (s *Store) scan(ctx context.Context, subject string, start uint64, fn func(
 	})
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("read stream %s: %w", StreamName, err)
+		return 0, false, fmt.Errorf("read stream %s: %w", StreamName, err)
 	}
 	defer s.deleteConsumer(cons)
 	if cons.CachedInfo().NumPending == 0 {
-		return 0, nil
+		return 0, true, nil
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(512))
 	if err != nil {
-		return 0, fmt.Errorf("read stream %s: %w", StreamName, err)
+		return 0, false, fmt.Errorf("read stream %s: %w", StreamName, err)
 	}
 	defer it.Stop()
-	var last uint64
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			return last, fmt.Errorf("read stream %s: %w", StreamName, err)
+			return last, false, fmt.Errorf("read stream %s: %w", StreamName, err)
 		}
 		md, err := msg.Metadata()
 		if err != nil {
-			return last, fmt.Errorf("read stream %s: %w", StreamName, err)
+			return last, false, fmt.Errorf("read stream %s: %w", StreamName, err)
 		}
 		last = md.Sequence.Stream
-		if !fn(last, msg.Data()) || md.NumPending == 0 {
-			return last, nil
+		if !fn(last, msg.Data()) {
+			return last, false, nil
+		}
+		if md.NumPending == 0 {
+			return last, true, nil
 		}
 	}
 }

@@ -349,3 +349,29 @@ func textsOf(es []chat.ChatLogEntryV1) []string {
 	}
 	return out
 }
+
+// With room for two chats' tails, reading five in turn evicts tails; an
+// evicted chat is read again from the stream, appends made meanwhile
+// included.
+func TestEvictedChatsReadAgain(t *testing.T) {
+	ctx := context.Background()
+	st, s := newStore(t, chatlog.Options{CacheChats: 2, CacheEntries: 4})
+	other := open(t, connect(t, s), chatlog.Options{})
+	want := map[string][]chat.ChatLogEntryV1{}
+	for round := range 3 {
+		for c := range 5 {
+			key := "api:chat:" + string(rune('a'+c))
+			want[key] = append(want[key], appendN(t, other, key, "r"+string(rune('0'+round)), 3)...)
+			got, err := st.Recent(ctx, key, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := want[key][max(0, len(want[key])-4):]; !reflect.DeepEqual(got, w) {
+				t.Fatalf("round %d %s: Recent(4) = %v, want %v", round, key, texts(got), texts(w))
+			}
+			if st, err := st.Stats(ctx, key); err != nil || st.Entries != len(want[key]) {
+				t.Fatalf("round %d %s: Stats = %+v, %v", round, key, st, err)
+			}
+		}
+	}
+}
