@@ -107,7 +107,7 @@ func TestExportCopiesTheClusterChatLog(t *testing.T) {
 	}
 
 	// Again into the same folder: refused, nothing changed.
-	stdout, stderr, code = runShip(t, env, "export", dir)
+	_, stderr, code = runShip(t, env, "export", dir)
 	if code != 1 || !strings.Contains(stderr, "already holds 3 chat log file(s)") {
 		t.Fatalf("second ship export: exit %d, stderr %q; want exit 1 and a refusal", code, stderr)
 	}
