@@ -20,9 +20,9 @@ import (
 	"github.com/shipmyagent/ship/runtime/cluster/chatlog"
 )
 
-// startNATS runs an embedded NATS server with JetStream that requires
+// startExportNATS runs an embedded NATS server with JetStream that requires
 // token, stopped with the test.
-func startNATS(t *testing.T, token string) *server.Server {
+func startExportNATS(t *testing.T, token string) *server.Server {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
@@ -49,7 +49,7 @@ func startNATS(t *testing.T, token string) *server.Server {
 func TestExportCopiesTheClusterChatLog(t *testing.T) {
 	ctx := context.Background()
 	const token = "nats-t0ken-must-not-leak"
-	s := startNATS(t, token)
+	s := startExportNATS(t, token)
 	nc, err := nats.Connect(s.ClientURL(), nats.Token(token))
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestExportCopiesTheClusterChatLog(t *testing.T) {
 			t.Fatalf("no file for %s: %v", key, err)
 		}
 		files[key] = raw
-		if got := jsonLines(t, raw); !reflect.DeepEqual(got, want[key]) {
+		if got := exportedLines(t, raw); !reflect.DeepEqual(got, want[key]) {
 			t.Fatalf("%s: exported %+v, want %+v", key, got, want[key])
 		}
 	}
@@ -137,7 +137,7 @@ func TestExportCopiesTheClusterChatLog(t *testing.T) {
 // Without a chat log on the NATS, export says so and creates nothing there
 // or on disk.
 func TestExportWithoutAChatLog(t *testing.T) {
-	s := startNATS(t, "")
+	s := startExportNATS(t, "")
 	dir := initProject(t)
 	out := filepath.Join(t.TempDir(), "chats")
 	_, stderr, code := runShip(t, baseEnv(), "export", dir, "--nats", s.ClientURL(), "--out", out)
@@ -162,7 +162,7 @@ func TestExportWithoutAChatLog(t *testing.T) {
 	}
 }
 
-func jsonLines(t *testing.T, raw []byte) []chat.ChatLogEntryV1 {
+func exportedLines(t *testing.T, raw []byte) []chat.ChatLogEntryV1 {
 	t.Helper()
 	var out []chat.ChatLogEntryV1
 	for _, line := range bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n")) {
