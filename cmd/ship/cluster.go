@@ -44,7 +44,8 @@ func joinCluster(ctx context.Context, cfg config.Config, log zerolog.Logger) (*r
 		Addr: net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port)), Logger: log,
 	}
 	if e := cl.NATS.Embedded; e != nil {
-		opts.Embedded = &cluster.Embedded{Listen: e.Listen, Cluster: e.Cluster, Routes: e.Routes, StoreDir: e.StoreDir}
+		opts.Embedded = &cluster.Embedded{Listen: e.Listen, Cluster: e.Cluster, Routes: e.Routes, StoreDir: e.StoreDir,
+			SyncAlways: cl.NATS.Replicas == 1 && cfg.Store.Durability == "always"}
 	}
 	log.Info().Str("replica", cl.Replica).Bool("embedded", opts.Embedded != nil).Int("copies", cl.NATS.Replicas).
 		Msg("joining the cluster (waiting for JetStream)")

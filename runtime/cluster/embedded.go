@@ -17,6 +17,10 @@ type Embedded struct {
 	Cluster  string   // route address ("" → not routed)
 	Routes   []string // peers' route URLs
 	StoreDir string
+	// SyncAlways fsyncs every write before acknowledging it: with one
+	// copy (nothing replicates it) that is what keeps an accepted message
+	// through a machine crash, as store.durability "always" promises.
+	SyncAlways bool
 }
 
 // clusterName is the NATS cluster the embedded servers form.
@@ -33,6 +37,7 @@ func startEmbedded(opts Options, log zerolog.Logger) (*server.Server, error) {
 		// more than this machine has is refused at start, not later.
 		JetStreamMaxMemory: 256 << 20,
 		Authorization:      opts.Token,
+		SyncAlways:         e.SyncAlways,
 	}
 	if e.Listen == "" {
 		so.DontListen = true
