@@ -127,6 +127,11 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		toolCalls = []agent.ToolCallRecord{}
 	}
 	replies := res.replies
+	if len(replies) == 0 && out.Delivered {
+		// The run went out on another replica (cluster mode), whose api
+		// dispatcher had no collector: its replies are in the chat log.
+		replies = s.repliesFromLog(ctx, in.chatKey, in.messageID)
+	}
 	if replies == nil {
 		replies = []string{}
 	}
@@ -156,6 +161,22 @@ func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err er
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("accepting api message")
 		writeError(w, r, http.StatusInternalServerError, codeInternal, msgInternal)
 	}
+}
+
+// repliesFromLog reads the replies to messageID from the chat's log.
+func (s *Server) repliesFromLog(ctx context.Context, chatKey, messageID string) []string {
+	recent, err := s.opts.Engine.Store().Recent(ctx, chatKey, 100)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading a run's replies from the chat log")
+		return nil
+	}
+	var out []string
+	for _, e := range recent {
+		if e.Role == chat.RoleAssistant && e.Meta["replyTo"] == messageID {
+			out = append(out, e.Text)
+		}
+	}
+	return out
 }
 
 // register adds a collector for key; ok is false when key is in flight.

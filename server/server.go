@@ -5,6 +5,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -51,6 +52,8 @@ type Options struct {
 	Adapters func() []AdapterStatus
 	// MCP reports the MCP servers' state (mcp.Manager.Status); may be nil.
 	MCP func() []MCPStatus
+	// Cluster, when set, reports the cluster in /api/status (cluster mode).
+	Cluster func(ctx context.Context) any
 	// Webhooks are platform webhook handlers by route pattern ("POST
 	// /webhook/telegram"). They sit outside /api: platforms cannot send the
 	// API token, so each handler checks its platform's own signature or
@@ -210,6 +213,9 @@ type statusResponse struct {
 	Queue         queueStatus     `json:"queue"`
 	Adapters      []AdapterStatus `json:"adapters"`
 	MCP           []MCPStatus     `json:"mcp"`
+	// Cluster is set in cluster mode: the replicas, who holds each
+	// platform connection, each replica's running chats.
+	Cluster any `json:"cluster,omitempty"`
 }
 
 type queueStatus struct {
@@ -237,7 +243,12 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	if s.opts.MCP != nil {
 		mcpList = append(mcpList, s.opts.MCP()...)
 	}
+	var cluster any
+	if s.opts.Cluster != nil {
+		cluster = s.opts.Cluster(r.Context())
+	}
 	writeJSON(w, r, http.StatusOK, statusResponse{
+		Cluster:       cluster,
 		Version:       s.opts.Version,
 		UptimeSeconds: int64(time.Since(s.opts.Started) / time.Second),
 		StartedAt:     s.opts.Started.UTC().Format(time.RFC3339),

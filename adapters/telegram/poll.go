@@ -35,7 +35,7 @@ func (a *Adapter) poll(ctx context.Context) error {
 	if _, err := a.api.call(ctx, "deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
 		a.log.Warn().Err(err).Msg("telegram deleteWebhook failed; getUpdates may be refused while a webhook is set")
 	}
-	offset, err := a.loadOffset()
+	offset, err := a.loadOffset(ctx)
 	if err != nil {
 		a.log.Warn().Err(err).Msg("telegram offset unreadable; starting from what Telegram still holds")
 	}
@@ -72,7 +72,7 @@ func (a *Adapter) poll(ctx context.Context) error {
 		next, err := a.handleBatch(ctx, raw, offset)
 		if next != offset {
 			offset = next
-			if serr := a.saveOffset(offset); serr != nil {
+			if serr := a.saveOffset(ctx, offset); serr != nil {
 				a.log.Error().Err(serr).Msg("saving telegram offset; duplicates after a restart will be skipped by message id")
 			}
 		}
@@ -111,13 +111,27 @@ func (a *Adapter) handleBatch(ctx context.Context, raw json.RawMessage, offset i
 	return offset, nil
 }
 
+// OffsetStore keeps the update offset somewhere other than CacheDir: in
+// cluster mode the replicas share it, so the one that takes the long poll
+// over resumes where the last one stopped.
+type OffsetStore interface {
+	LoadOffset(ctx context.Context) (int64, error)
+	SaveOffset(ctx context.Context, offset int64) error
+}
+
+// KeepOffsetIn makes the adapter keep its offset in s; call it before Run.
+func (a *Adapter) KeepOffsetIn(s OffsetStore) { a.offsets = s }
+
 type offsetFile struct {
 	Offset int64 `json:"offset"`
 }
 
 func (a *Adapter) offsetPath() string { return filepath.Join(a.opts.CacheDir, "offset.json") }
 
-func (a *Adapter) loadOffset() (int64, error) {
+func (a *Adapter) loadOffset(ctx context.Context) (int64, error) {
+	if a.offsets != nil {
+		return a.offsets.LoadOffset(ctx)
+	}
 	if a.opts.CacheDir == "" {
 		return 0, nil
 	}
@@ -137,7 +151,10 @@ func (a *Adapter) loadOffset() (int64, error) {
 
 // saveOffset replaces the offset file atomically (renameio: write, fsync,
 // rename), so a crash leaves the old offset or the new one, never a torn one.
-func (a *Adapter) saveOffset(offset int64) error {
+func (a *Adapter) saveOffset(ctx context.Context, offset int64) error {
+	if a.offsets != nil {
+		return a.offsets.SaveOffset(ctx, offset)
+	}
 	if a.opts.CacheDir == "" {
 		return nil
 	}

@@ -75,6 +75,8 @@ type Adapter struct {
 	log    zerolog.Logger
 	status adapters.StatusBox
 	sender *sender
+	// offsets, when set, keeps the update offset instead of CacheDir.
+	offsets OffsetStore
 	// workers owns the goroutines besides Run (notes, busy timers); intake
 	// is the handler tail every update ends in.
 	workers *adapters.Workers

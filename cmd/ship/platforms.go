@@ -62,14 +62,16 @@ func newAdapters(cfg config.Config, eng *engine.Engine, log zerolog.Logger) ([]a
 // runAdapters runs each adapter until ctx ends; the returned channel closes
 // when all have returned. An adapter that gives up is logged; ship keeps
 // serving the others and the API.
-func runAdapters(ctx context.Context, list []adapters.Adapter, log zerolog.Logger) <-chan struct{} {
+// In cluster mode each runs only on the replica holding its connection's
+// lease.
+func runAdapters(ctx context.Context, list []adapters.Adapter, rep *replica, log zerolog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, a := range list {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.Run(ctx); err != nil {
+			if err := rep.hold(ctx, a.Name(), a.Run); err != nil {
 				log.Error().Err(err).Str("channel", a.Name()).Msg("adapter stopped")
 			}
 		}()

@@ -128,7 +128,11 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	mcpServers := newMCP(cfg, log)
 	// Closed after the engine: the running message may still call MCP tools.
 	defer mcpServers.close()
-	eng, err := engine.New(engine.Options{
+	rep, err := joinCluster(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	eng, err := engine.New(rep.engineOptions(engine.Options{
 		Tools:         toolsFor(cfg, book, shell, log, skillTools...),
 		Observe:       book.Learn,
 		Toolboxes:     mcpServers.toolboxes(),
@@ -161,15 +165,19 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 
 		// Each chat's /model choice; llm.switch says who may switch.
 		ModelChoicesPath: cfg.StatePath("models.json"), ModelSwitch: cfg.LLM.Switch,
-	})
+	}))
 	if err != nil {
+		rep.closeUnused()
 		return err
 	}
+	// In cluster mode the group outlives this replica: leave it last.
+	defer rep.leave()
 	platforms, webhooks, err := newAdapters(cfg, eng, log)
 	if err != nil {
 		_, _ = eng.Close(ctx)
 		return err
 	}
+	rep.prepare(platforms)
 	sched, err := newScheduler(cfg, eng, log)
 	if err != nil {
 		_, _ = eng.Close(ctx)
@@ -181,6 +189,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		MCP:         mcpServers.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,
 		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, ProjectDir: cfg.Dir, Redact: shell.Redact,
+		Cluster: rep.status(),
 	})
 	if err != nil {
 		_, _ = eng.Close(ctx)
@@ -212,7 +221,12 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if n := eng.Recover(ctx); n > 0 {
 		log.Info().Int("messages", n).Msg("recovery: answering messages accepted before the last stop")
 	}
-	adaptersDone := runAdapters(adapterCtx, platforms, log)
+	if err := rep.start(eng, cfg.Queue.Concurrency); err != nil {
+		stopAdapters()
+		_, _ = eng.Close(ctx)
+		return err
+	}
+	adaptersDone := runAdapters(adapterCtx, platforms, rep, log)
 	contactsDone := make(chan struct{})
 	go func() { book.Run(adapterCtx); close(contactsDone) }()
 	defer func() {
@@ -222,7 +236,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 			log.Error().Err(err).Msg("saving contacts")
 		}
 	}()
-	schedDone := runScheduler(adapterCtx, sched) // after Recover: interrupted runs go first
+	schedDone := runScheduler(adapterCtx, sched, rep) // after Recover: interrupted runs go first
 	for _, a := range adapterStatus(platforms) {
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
@@ -235,6 +249,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		stopAdapters()
 		<-adaptersDone
 		<-schedDone
+		rep.stopTaking()
 		_, _ = eng.Close(context.Background())
 		return fmt.Errorf("http server stopped: %w", err)
 	}
@@ -243,6 +258,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	stopAdapters()
 	<-adaptersDone
 	<-schedDone
+	rep.stopTaking()
 	return shutdown(httpSrv, eng, log)
 }
 

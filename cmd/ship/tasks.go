@@ -35,11 +35,13 @@ func newScheduler(cfg config.Config, eng *engine.Engine, log zerolog.Logger) (*t
 
 // runScheduler runs s until ctx ends; the channel closes once it has
 // stopped, so the engine closes only after the last run was queued.
-func runScheduler(ctx context.Context, s *tasks.Scheduler) <-chan struct{} {
+// In cluster mode only the replica holding the scheduler's lease runs it,
+// so a task runs once per slot in the group.
+func runScheduler(ctx context.Context, s *tasks.Scheduler, rep *replica) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Run(ctx)
+		_ = rep.hold(ctx, "scheduler", func(ctx context.Context) error { s.Run(ctx); return nil })
 	}()
 	return done
 }

@@ -85,6 +85,17 @@ type Options struct {
 	// models.SwitchPrivate).
 	ModelSwitch string
 
+	// Store, when set, is the chat log to use instead of the files under
+	// ChatsDir (cluster mode: JetStream); the engine closes it.
+	Store chat.Log
+	// Shared, Claims and Runs put the engine in cluster mode: messages
+	// are queued in the shared stream (and run here when the cluster
+	// hands them over with Take), "seen before" is cluster-wide, and runs
+	// record send intents in the shared run state instead of JournalPath.
+	Shared ingress.Shared
+	Claims ingress.Claims
+	Runs   journal.Recorder
+
 	// Vision shows the images people send to the model; their paths are
 	// relative to ProjectDir.
 	Vision     bool
@@ -101,6 +112,7 @@ type Engine struct {
 	queue    *ingress.Queue
 	ingress  *ingress.Ingress
 	journal  *journal.Journal // nil without Options.JournalPath
+	runs     journal.Recorder // journal, or the cluster's run state; nil without either
 	model    string
 
 	log       zerolog.Logger
@@ -144,25 +156,33 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	picker := &modelPicker{catalog: cat, choices: choices, log: opts.Logger}
-	store, err := chat.OpenStore(chat.StoreOptions{Dir: opts.ChatsDir, Durability: opts.Durability, SegmentBytes: opts.SegmentBytes})
-	if err != nil {
-		return nil, fmt.Errorf("opening chat store: %w", err)
+	store := opts.Store
+	if store == nil {
+		fs, err := chat.OpenStore(chat.StoreOptions{Dir: opts.ChatsDir, Durability: opts.Durability, SegmentBytes: opts.SegmentBytes})
+		if err != nil {
+			return nil, fmt.Errorf("opening chat store: %w", err)
+		}
+		store = fs
 	}
 	var jn *journal.Journal
 	var recovered []journal.Item
-	if opts.JournalPath != "" {
+	var runs journal.Recorder
+	if opts.Runs != nil {
+		runs = opts.Runs
+	} else if opts.JournalPath != "" {
 		jn, recovered, err = journal.Open(opts.JournalPath, opts.Durability != chat.DurabilityNone)
 		if err != nil {
 			_ = store.Close()
 			return nil, fmt.Errorf("opening journal: %w", err)
 		}
+		runs = jn
 	}
 	reg := dispatch.NewRegistry()
 	deliverer := &dispatch.Deliverer{Registry: reg, Store: store}
-	if jn != nil {
+	if runs != nil {
 		deliverer.BeforeSend = func(ctx context.Context) error {
 			if id, ok := journaledRun(ctx); ok {
-				return jn.Sending(id)
+				return runs.Sending(id)
 			}
 			return nil
 		}
@@ -212,7 +232,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("creating runtime: %w", err)
 	}
 	bus := events.NewBus(0)
-	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: jn, Redact: opts.Redact, Log: opts.Logger, gov: gov,
+	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: runs, Redact: opts.Redact, Log: opts.Logger, gov: gov,
 		picker: picker}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
@@ -225,8 +245,10 @@ func New(opts Options) (*Engine, error) {
 		queue:    q,
 		ingress: ingress.New(ingress.Options{
 			Store: store, Queue: q, Journal: jn, Limiter: ingress.NewUserLimiter(opts.UserLimit), Observe: opts.Observe, Logger: opts.Logger,
+			Shared: opts.Shared, Claims: opts.Claims,
 		}),
 		journal:   jn,
+		runs:      runs,
 		model:     opts.ModelName,
 		log:       opts.Logger,
 		recovered: recovered,
@@ -367,41 +389,67 @@ func (e *Engine) Recover(ctx context.Context) int {
 	queued := 0
 	for _, it := range e.recovered {
 		log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Request.MessageID).Logger()
-		e.clearTyping(it, log)
-		switch {
-		case it.Sends > 0:
-			e.ingress.Remember(it.ChatKey, it.Request.MessageID)
-			log.Warn().Msg("recovery: a reply may have gone out before the crash; not running this message again")
-			if len(it.Streamed) > 0 {
-				e.removeStreamed(it, log)
-			}
-			e.settle(it.ID, log)
-		case it.Attempts >= maxAttempts:
-			e.ingress.Remember(it.ChatKey, it.Request.MessageID)
-			log.Error().Int("attempts", it.Attempts).Msg("recovery: message marked failed after repeated interrupted runs")
-			if _, err := e.store.Append(ctx, chat.ChatLogEntryV1{
-				Channel: it.Request.Channel, ChatID: it.Request.ChatID, ChatKey: it.ChatKey, MessageID: it.Request.MessageID,
-				Role: chat.RoleSystem, Text: fmt.Sprintf("not answered: failed after %d interrupted runs", it.Attempts),
-			}); err != nil {
-				log.Error().Err(err).Msg("recovery: logging a failed message")
-			}
-			e.settle(it.ID, log)
-		default:
-			if err := e.ingress.Resume(ctx, it); err != nil {
-				log.Error().Err(err).Msg("recovery: the message stays in the journal")
-				continue
-			}
-			log.Info().Int("attempt", it.Attempts+1).Msg("recovery: running a message accepted before the last stop")
-			queued++
+		if e.settleInterrupted(ctx, it, log) {
+			continue
 		}
+		if err := e.ingress.Resume(ctx, it); err != nil {
+			log.Error().Err(err).Msg("recovery: the message stays in the journal")
+			continue
+		}
+		log.Info().Int("attempt", it.Attempts+1).Msg("recovery: running a message accepted before the last stop")
+		queued++
 	}
 	e.recovered = nil
 	return queued
 }
 
+// Take runs here an item the cluster's shared queue handed this replica.
+// An item an earlier replica began (it died mid-run) gets the rules of
+// Recover: run again, left alone when it may have replied, or marked
+// failed after maxAttempts. onDone hears the outcome of a run.
+func (e *Engine) Take(ctx context.Context, it journal.Item, onDone func(ingress.Outcome)) error {
+	log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Request.MessageID).Logger()
+	if it.Attempts > 0 || it.Sends > 0 {
+		if e.settleInterrupted(ctx, it, log) {
+			return nil
+		}
+		log.Info().Int("attempt", it.Attempts+1).Msg("cluster: running a message whose run was interrupted on another replica")
+	}
+	return e.ingress.Run(it, onDone)
+}
+
+// settleInterrupted applies the never-answer-twice rules to an item whose
+// run was interrupted (a crash, a replica's death). It reports whether the
+// item is settled; false means it should run again.
+func (e *Engine) settleInterrupted(ctx context.Context, it journal.Item, log zerolog.Logger) bool {
+	e.clearTyping(it, log)
+	switch {
+	case it.Sends > 0:
+		e.ingress.Remember(it.ChatKey, it.Request.MessageID)
+		log.Warn().Msg("recovery: a reply may have gone out before the crash; not running this message again")
+		if len(it.Streamed) > 0 {
+			e.removeStreamed(it, log)
+		}
+		e.settle(it.ID, log)
+		return true
+	case it.Attempts >= maxAttempts:
+		e.ingress.Remember(it.ChatKey, it.Request.MessageID)
+		log.Error().Int("attempts", it.Attempts).Msg("recovery: message marked failed after repeated interrupted runs")
+		if _, err := e.store.Append(ctx, chat.ChatLogEntryV1{
+			Channel: it.Request.Channel, ChatID: it.Request.ChatID, ChatKey: it.ChatKey, MessageID: it.Request.MessageID,
+			Role: chat.RoleSystem, Text: fmt.Sprintf("not answered: failed after %d interrupted runs", it.Attempts),
+		}); err != nil {
+			log.Error().Err(err).Msg("recovery: logging a failed message")
+		}
+		e.settle(it.ID, log)
+		return true
+	}
+	return false
+}
+
 // settle marks a recovered item done in the journal.
 func (e *Engine) settle(id string, log zerolog.Logger) {
-	if err := e.journal.Done(id); err != nil {
+	if err := e.runs.Done(id); err != nil {
 		log.Error().Err(err).Msg("recovery: recording the end of a message")
 	}
 }

@@ -27,7 +27,7 @@ type Runner struct {
 	// Events, when set, receives the run's events.
 	Events *events.Bus
 	// Journal, when set, is kept up to date for journaled jobs.
-	Journal *journal.Journal
+	Journal journal.Recorder
 	// Redact hides known secret values in what the chat log keeps of a
 	// tool call; nil keeps the text.
 	Redact func(string) string

@@ -13,6 +13,8 @@ type Bus struct {
 	replay int
 
 	mu     sync.Mutex
+	origin string      // this replica's name (cluster mode)
+	relay  func(Event) // hands this replica's events to the others
 	nextID uint64
 	ring   []Event // the last `replay` events, oldest first
 	subs   map[*Subscription]struct{}
@@ -41,11 +43,41 @@ func NewBus(replay int) *Bus {
 	return &Bus{now: time.Now, replay: replay, subs: make(map[*Subscription]struct{})}
 }
 
+// Relay makes the bus part of a cluster: every event published here is
+// marked as this replica's (Event.Replica) and handed to relay, which
+// sends it to the other replicas; their events come back through Deliver.
+// Call it before events flow.
+func (b *Bus) Relay(replica string, relay func(Event)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.origin, b.relay = replica, relay
+}
+
 // Publish stamps e with an id (and a timestamp when it has none) and hands
 // it to every subscriber whose filter accepts it.
 func (b *Bus) Publish(e Event) Event {
 	b.mu.Lock()
+	relay := b.relay
+	if b.origin != "" {
+		e.Replica = b.origin
+	}
+	e = b.fanOutLocked(e)
+	b.mu.Unlock()
+	if relay != nil {
+		relay(e)
+	}
+	return e
+}
+
+// Deliver fans out an event another replica published: it gets an id of
+// this bus, and is not relayed again.
+func (b *Bus) Deliver(e Event) Event {
+	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.fanOutLocked(e)
+}
+
+func (b *Bus) fanOutLocked(e Event) Event {
 	b.nextID++
 	e.ID = b.nextID
 	if e.Timestamp == 0 {

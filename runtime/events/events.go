@@ -64,6 +64,8 @@ type Event struct {
 	Reason string // policy_rejected, approval_required: why it did not run
 	// ApprovalCode is the code a person approves with (approval_required).
 	ApprovalCode string
+	// Replica is the replica whose run sent the event (cluster mode).
+	Replica string
 }
 
 // InvokeResult is the outcome of an ability call, in the stream's union
@@ -95,6 +97,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	opt("taskId", e.TaskID)
 	opt("chatKey", e.ChatKey)
 	opt("channel", e.Channel)
+	opt("replica", e.Replica)
 	switch e.Type {
 	case TypeTaskStarted:
 		m["triggerMessageId"] = e.TriggerMessageID

@@ -93,7 +93,32 @@ type Options struct {
 	// Observe, when set, sees every message once it is logged, accepted or
 	// recorded (the contacts book learns who is where from it).
 	Observe func(ctx context.Context, s Submission)
-	Logger  zerolog.Logger
+	// Shared, when set, is the cluster's queue: accepted messages go there
+	// instead of Queue and Journal, and run on whichever replica owns
+	// their chat (cluster mode).
+	Shared Shared
+	// Claims, when set, makes "seen before" cluster-wide (cluster mode).
+	Claims Claims
+	Logger zerolog.Logger
+}
+
+// Shared is a queue that outlives this process and is shared by the
+// replicas of a cluster.
+type Shared interface {
+	// Submit makes it durable and queued cluster-wide; onDone, when set,
+	// hears the run's outcome wherever it ran.
+	Submit(ctx context.Context, it journal.Item, onDone func(Outcome)) (queue.Ticket, error)
+}
+
+// Claims keeps which platform messages were taken, across replicas.
+type Claims interface {
+	// Claim reserves key (a chat's message id) for this replica; false
+	// when another live replica holds it or it was taken before.
+	Claim(ctx context.Context, key string) (bool, error)
+	// Taken marks a claimed message as handled for good.
+	Taken(ctx context.Context, key string)
+	// Drop gives back a claim whose message was not taken.
+	Drop(ctx context.Context, key string)
 }
 
 // Ingress is the path every message takes: it is logged in the ChatStore
@@ -104,6 +129,8 @@ type Ingress struct {
 	journal *journal.Journal
 	limiter *UserLimiter
 	observe func(ctx context.Context, s Submission)
+	shared  Shared
+	claims  Claims
 	log     zerolog.Logger
 
 	// seen holds recently accepted (chatKey, messageId) pairs; older ones
@@ -123,6 +150,7 @@ func New(opts Options) *Ingress {
 	_, _ = rand.Read(b)
 	return &Ingress{
 		store: opts.Store, queue: opts.Queue, journal: opts.Journal, limiter: opts.Limiter, observe: opts.Observe, log: opts.Logger,
+		shared: opts.Shared, claims: opts.Claims,
 		seen: seen, boot: hex.EncodeToString(b),
 	}
 }
@@ -233,6 +261,9 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 	if s.ID == "" {
 		s.ID = in.nextID()
 	}
+	if in.shared != nil {
+		return in.submit(ctx, s, logUser)
+	}
 	journaled := in.journal != nil && !s.DeferSync
 	var pending *chat.Pending
 	if logUser {
@@ -294,6 +325,46 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 		in.observe(ctx, s)
 	}
 	return Ticket{Ticket: t}, nil
+}
+
+// submit is enqueue in cluster mode: the message is logged, then queued
+// in the shared stream, which is what makes it durable; it runs on the
+// replica that owns its chat.
+func (in *Ingress) submit(ctx context.Context, s Submission, logUser bool) (Ticket, error) {
+	if logUser {
+		e, err := userEntry(s)
+		if err != nil {
+			return Ticket{}, err
+		}
+		if _, err := in.store.Append(ctx, e); err != nil {
+			return Ticket{}, fmt.Errorf("recording message: %w", err)
+		}
+	}
+	req := s.Request()
+	t, err := in.shared.Submit(ctx, journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools,
+		Identity: s.Identity, LLM: s.LLM, Files: s.Files, Answer: s.Answer}, s.OnDone)
+	if err != nil {
+		in.logRefusal(ctx, req, err)
+		return Ticket{}, fmt.Errorf("queueing message: %w", err)
+	}
+	if in.observe != nil && logUser {
+		in.observe(ctx, s)
+	}
+	return Ticket{Ticket: t}, nil
+}
+
+// Run queues, on this replica, an item the shared queue handed it
+// (cluster mode): its log entry and durability are the submitter's.
+func (in *Ingress) Run(it journal.Item, onDone func(Outcome)) error {
+	in.Remember(it.ChatKey, it.Request.MessageID)
+	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
+		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
+		Streamed: it.Streamed, LLM: it.LLM, Files: it.Files, Answer: it.Answer, OnDone: onDone,
+	}})
+	if err != nil {
+		return fmt.Errorf("queueing a shared item: %w", err)
+	}
+	return nil
 }
 
 // logRefusal leaves a system entry next to a message the queue refused, so

@@ -52,14 +52,20 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	if known, _ := in.seen.ContainsOrAdd(key, struct{}{}); known {
 		return Ticket{}, ErrDuplicate
 	}
+	if err := in.claim(ctx, key); err != nil {
+		in.seen.Remove(key)
+		return Ticket{}, err
+	}
 	state, err := in.logState(ctx, s.ChatKey, id)
 	if err != nil {
 		in.seen.Remove(key)
+		in.unclaim(ctx, key, false)
 		return Ticket{}, err
 	}
 	var t Ticket
 	switch state {
 	case stateAnswered:
+		in.unclaim(ctx, key, true)
 		return Ticket{}, ErrDuplicate
 	case stateUnanswered:
 		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
@@ -72,7 +78,35 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	if err != nil {
 		in.seen.Remove(key)
 	}
+	in.unclaim(ctx, key, err == nil)
 	return t, err
+}
+
+// claim reserves key cluster-wide (cluster mode); ErrDuplicate when
+// another replica took it.
+func (in *Ingress) claim(ctx context.Context, key string) error {
+	if in.claims == nil {
+		return nil
+	}
+	ok, err := in.claims.Claim(ctx, key)
+	if err != nil {
+		return fmt.Errorf("checking for a re-delivered message: %w", err)
+	}
+	if !ok {
+		return ErrDuplicate
+	}
+	return nil
+}
+
+// unclaim settles a claim: taken for good, or given back.
+func (in *Ingress) unclaim(ctx context.Context, key string, taken bool) {
+	switch {
+	case in.claims == nil:
+	case taken:
+		in.claims.Taken(ctx, key)
+	default:
+		in.claims.Drop(ctx, key)
+	}
 }
 
 type logState int
@@ -114,8 +148,13 @@ func (in *Ingress) RecordOnce(ctx context.Context, s Submission) error {
 	if known, _ := in.seen.ContainsOrAdd(key, struct{}{}); known {
 		return ErrDuplicate
 	}
+	if err := in.claim(ctx, key); err != nil {
+		in.seen.Remove(key)
+		return err
+	}
 	state, err := in.logState(ctx, s.ChatKey, s.Message.MessageID)
 	if err == nil && state != stateNew {
+		in.unclaim(ctx, key, true)
 		return ErrDuplicate
 	}
 	if err == nil {
@@ -124,5 +163,6 @@ func (in *Ingress) RecordOnce(ctx context.Context, s Submission) error {
 	if err != nil {
 		in.seen.Remove(key)
 	}
+	in.unclaim(ctx, key, err == nil)
 	return err
 }

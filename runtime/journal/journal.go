@@ -85,6 +85,21 @@ type Item struct {
 	seq uint64
 }
 
+// Recorder is what a run keeps up to date while it goes: the file Journal,
+// or in cluster mode the run state the replicas share in JetStream.
+type Recorder interface {
+	// Start records that a run began.
+	Start(id string) error
+	// Sending records, durably, that a reply is about to go out.
+	Sending(id string) error
+	// Streaming records the messages a reply being written shows so far.
+	Streaming(id string, visible []string) error
+	// Done records that the item finished, however it ended.
+	Done(id string) error
+}
+
+var _ Recorder = (*Journal)(nil)
+
 type journalRecord struct {
 	Op   string `json:"op"` // add | start | stream | send | done
 	ID   string `json:"id"`

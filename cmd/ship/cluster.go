@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/telegram"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/cluster"
+	"github.com/shipmyagent/ship/runtime/cluster/chatlog"
+	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/engine"
+)
+
+// replica is what `ship start` adds in cluster mode: the connection to the
+// group, the shared queue and the chat log in JetStream. A nil *replica is
+// a process on its own, and every method then does what ship always did.
+type replica struct {
+	node  *cluster.Node
+	queue *cluster.Queue
+	store chat.Log
+	log   zerolog.Logger
+
+	stopRelay func()
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// joinCluster connects to the group when ship.json has cluster config.
+func joinCluster(ctx context.Context, cfg config.Config, log zerolog.Logger) (*replica, error) {
+	if !cfg.Cluster.On() {
+		return nil, nil
+	}
+	cl := cfg.Cluster
+	opts := cluster.Options{
+		Replica: cl.Replica, URL: cl.NATS.URL, Token: cl.NATS.Token, Replicas: cl.NATS.Replicas, Partitions: cl.Partitions,
+		Addr: net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port)), Logger: log,
+	}
+	if e := cl.NATS.Embedded; e != nil {
+		opts.Embedded = &cluster.Embedded{Listen: e.Listen, Cluster: e.Cluster, Routes: e.Routes, StoreDir: e.StoreDir}
+	}
+	log.Info().Str("replica", cl.Replica).Bool("embedded", opts.Embedded != nil).Int("copies", cl.NATS.Replicas).
+		Msg("joining the cluster (waiting for JetStream)")
+	node, err := cluster.Start(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("joining the cluster: %w", err)
+	}
+	store, err := chatlog.Open(ctx, node.JetStream(), chatlog.Options{Replicas: cl.NATS.Replicas, Logger: log})
+	if err != nil {
+		node.Close()
+		return nil, fmt.Errorf("joining the cluster: opening the chat log: %w", err)
+	}
+	q := node.NewQueue(cluster.QueueOptions{Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency})
+	return &replica{node: node, queue: q, store: store, log: log}, nil
+}
+
+// engineOptions puts the engine in cluster mode: the shared chat log,
+// queue, dedupe and run state instead of the local files.
+func (r *replica) engineOptions(o engine.Options) engine.Options {
+	if r == nil {
+		return o
+	}
+	o.Store, o.Shared, o.Claims, o.Runs = r.store, r.queue, r.node.Claims(), r.queue
+	o.JournalPath = ""
+	o.Queue.Capacity = r.queue.LocalCapacity()
+	return o
+}
+
+// start relays events and begins taking queue partitions and heartbeats.
+func (r *replica) start(eng *engine.Engine, concurrency int) error {
+	if r == nil {
+		return nil
+	}
+	stop, err := r.node.RelayEvents(eng.Events())
+	if err != nil {
+		return err
+	}
+	r.stopRelay = stop
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.wg.Add(2)
+	go func() { defer r.wg.Done(); r.queue.Run(ctx, eng.Take) }()
+	go func() {
+		defer r.wg.Done()
+		r.node.Heartbeat(ctx, cluster.Local{Running: func() []string { return eng.Queue().Stats().RunningChatKeys },
+			Partitions: r.queue.Partitions, Concurrency: concurrency})
+	}()
+	return nil
+}
+
+// hold runs fn only while this replica holds the single connection name
+// (in cluster mode); alone, it just runs fn.
+func (r *replica) hold(ctx context.Context, name string, fn func(context.Context) error) error {
+	if r == nil {
+		return fn(ctx)
+	}
+	return r.node.Hold(ctx, name, fn)
+}
+
+// prepare points the platforms' resume state at the cluster.
+func (r *replica) prepare(list []adapters.Adapter) {
+	if r == nil {
+		return
+	}
+	for _, a := range list {
+		if tg, ok := a.(*telegram.Adapter); ok {
+			tg.KeepOffsetIn(r.node.Offsets("telegram"))
+		}
+	}
+}
+
+// status is the cluster part of /api/status.
+func (r *replica) status() func(ctx context.Context) any {
+	if r == nil {
+		return nil
+	}
+	return func(ctx context.Context) any { return r.node.Status(ctx) }
+}
+
+// stopTaking stops reading the shared queue (shutdown, before the engine
+// closes); leave gives the partitions back and leaves the group (after).
+func (r *replica) stopTaking() {
+	if r != nil && r.cancel != nil {
+		r.cancel()
+		r.wg.Wait()
+	}
+}
+
+func (r *replica) leave() {
+	if r == nil {
+		return
+	}
+	r.stopTaking()
+	r.queue.Release()
+	if r.stopRelay != nil {
+		r.stopRelay()
+	}
+	r.node.Close()
+}
+
+// closeUnused closes what joinCluster opened when start fails before the
+// engine owns the store.
+func (r *replica) closeUnused() {
+	if r == nil {
+		return
+	}
+	err := r.store.Close()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		r.log.Debug().Err(err).Msg("closing the chat log")
+	}
+	r.node.Close()
+}

@@ -1,0 +1,392 @@
+package chatlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+)
+
+// catchUpGets is how many messages a tail fetches one by one before it
+// streams the rest with an ordered consumer. On an embedded server a get
+// costs about 60-100 µs and a consumer about 430 µs plus 5 µs a message
+// (BenchmarkCatchUp), so they break even near 6; in a cluster creating a
+// consumer also goes through the meta leader, which favours gets.
+const catchUpGets = 8
+
+// Recent returns the chat's newest n entries, oldest first. Served from the
+// chat's tail once it is up to date, which costs one request to the stream
+// leader when nothing is new; n beyond the tail reads the whole chat.
+func (s *Store) Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatLogEntryV1, error) {
+	subject, err := s.readable(ctx, chatKey)
+	if err != nil {
+		return nil, fmt.Errorf("read recent chat entries: %w", err)
+	}
+	if n <= 0 {
+		return []chat.ChatLogEntryV1{}, nil
+	}
+	t := s.cache.get(subject)
+	t.mu.Lock()
+	err = s.refresh(ctx, t, subject)
+	var out []chat.ChatLogEntryV1
+	ok := false
+	if err == nil {
+		out, ok = t.newest(n)
+	}
+	t.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("read recent chat entries: %w", err)
+	}
+	if ok {
+		return out, nil
+	}
+	ring := newRing[chat.ChatLogEntryV1](n)
+	if _, err := s.scan(ctx, subject, 1, func(_ uint64, data []byte) bool {
+		if e, ok := decodeEntry(data); ok {
+			ring.push(e)
+		}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("read recent chat entries: %w", err)
+	}
+	return ring.items(), nil
+}
+
+// Search returns up to limit entries whose text contains keyword, ignoring
+// case as the file store does (strings.ToLower of both), newest first.
+func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) ([]chat.ChatLogEntryV1, error) {
+	subject, err := s.readable(ctx, chatKey)
+	if err != nil {
+		return nil, fmt.Errorf("search chat: %w", err)
+	}
+	if keyword == "" {
+		return nil, fmt.Errorf("search chat: %w", chat.ErrEmptyKeyword)
+	}
+	out := []chat.ChatLogEntryV1{}
+	if limit <= 0 {
+		return out, nil
+	}
+	lower := strings.ToLower(keyword)
+	matches := func(text string) bool { return strings.Contains(strings.ToLower(text), lower) }
+	if all, ok, err := s.whole(ctx, subject); err != nil {
+		return nil, fmt.Errorf("search chat: %w", err)
+	} else if ok {
+		for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
+			if matches(all[i].Text) {
+				out = append(out, all[i])
+			}
+		}
+		return out, nil
+	}
+	// The stream reads forward only: keep the newest limit matches.
+	ring := newRing[chat.ChatLogEntryV1](limit)
+	_, err = s.scan(ctx, subject, 1, func(_ uint64, data []byte) bool {
+		var t struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(data, &t) != nil || !matches(t.Text) {
+			return true
+		}
+		if e, ok := decodeEntry(data); ok {
+			ring.push(e)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search chat: %w", err)
+	}
+	out = ring.items()
+	slices.Reverse(out)
+	return out, nil
+}
+
+// Scan calls fn with every entry of the chat, oldest first, until fn returns
+// false. Entries appended while Scan runs may or may not be seen.
+func (s *Store) Scan(ctx context.Context, chatKey string, fn func(chat.ChatLogEntryV1) bool) error {
+	subject, err := s.readable(ctx, chatKey)
+	if err != nil {
+		return fmt.Errorf("scan chat: %w", err)
+	}
+	all, ok, err := s.whole(ctx, subject)
+	if err != nil {
+		return fmt.Errorf("scan chat: %w", err)
+	}
+	if ok {
+		for _, e := range all {
+			if !fn(e) {
+				return nil
+			}
+		}
+		return nil
+	}
+	_, err = s.scan(ctx, subject, 1, func(_ uint64, data []byte) bool {
+		if e, ok := decodeEntry(data); ok {
+			return fn(e)
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("scan chat: %w", err)
+	}
+	return nil
+}
+
+// Stats summarises the chat: messages, their size in the JSONL layout (one
+// line each) and the ts of the newest entry. The tail keeps these totals,
+// so once it is up to date they cost nothing more.
+func (s *Store) Stats(ctx context.Context, chatKey string) (chat.ChatStats, error) {
+	subject, err := s.readable(ctx, chatKey)
+	if err != nil {
+		return chat.ChatStats{}, fmt.Errorf("chat stats: %w", err)
+	}
+	t := s.cache.get(subject)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := s.refresh(ctx, t, subject); err != nil {
+		return chat.ChatStats{}, fmt.Errorf("chat stats: %w", err)
+	}
+	return chat.ChatStats{Entries: t.msgs, LastTS: t.lastTS, Bytes: t.bytes}, nil
+}
+
+// ChatKeys lists every chat on the stream, sorted. The stream's per-subject
+// state comes in pages; the jetstream client follows them all.
+func (s *Store) ChatKeys(ctx context.Context) ([]string, error) {
+	if err := s.checkOpen(ctx); err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		key, err := chat.UnescapeChatKey(strings.TrimPrefix(subject, SubjectPrefix))
+		if err != nil {
+			// Published by something other than ship; not a chat.
+			s.log.Debug().Str("subject", subject).Msg("skipping a subject that names no chat")
+			continue
+		}
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// readable checks that the store is open and returns chatKey's subject.
+func (s *Store) readable(ctx context.Context, chatKey string) (string, error) {
+	if err := s.checkOpen(ctx); err != nil {
+		return "", err
+	}
+	return Subject(chatKey)
+}
+
+// whole returns every entry of the chat when its up-to-date tail holds all
+// of them.
+func (s *Store) whole(ctx context.Context, subject string) ([]chat.ChatLogEntryV1, bool, error) {
+	t := s.cache.get(subject)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := s.refresh(ctx, t, subject); err != nil {
+		return nil, false, err
+	}
+	all, ok := t.all()
+	return all, ok, nil
+}
+
+// refresh brings t up to date with the stream; the caller holds t.mu.
+//
+// The stream is append-only, so only messages of the subject past
+// t.lastSeq can be new (all of them for a tail never read). refresh asks
+// the stream leader for them one at a time and, past catchUpGets, streams
+// the rest with an ordered consumer; the last answer, "nothing newer", always
+// comes from the leader. The leader has stored every message it
+// acknowledged, so an append that any Store saw acknowledged is in the tail
+// afterwards. A direct get could be answered by a follower that has not
+// applied it yet, and an ordered consumer may run on one: hence the leader.
+// On an error the tail keeps what it read, which is consistent.
+func (s *Store) refresh(ctx context.Context, t *tail, subject string) error {
+	for gets := 0; ; gets++ {
+		if gets == catchUpGets {
+			start, from := time.Now(), t.msgs
+			if _, err := s.scan(ctx, subject, t.lastSeq+1, func(seq uint64, data []byte) bool {
+				t.add(seq, data)
+				return true
+			}); err != nil {
+				return err
+			}
+			s.log.Debug().Str("subject", subject).Int("read", t.msgs-from).Dur("took", time.Since(start)).Msg("chat tail caught up")
+		}
+		seq, data, err := s.nextBySubject(ctx, subject, t.lastSeq+1)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t.add(seq, data)
+	}
+}
+
+// msgGetResponse is the JetStream API's answer to STREAM.MSG.GET.
+type msgGetResponse struct {
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error,omitempty"`
+	Message *struct {
+		Subject string `json:"subject"`
+		Seq     uint64 `json:"seq"`
+		Data    []byte `json:"data"` // base64 in the JSON
+	} `json:"message,omitempty"`
+}
+
+// nextBySubject returns the first message of subject at or after stream
+// sequence seq, asking the stream leader (the jetstream client would send
+// a direct get, which any replica answers, as the stream allows them);
+// jetstream.ErrMsgNotFound when there is none.
+func (s *Store) nextBySubject(ctx context.Context, subject string, seq uint64) (uint64, []byte, error) {
+	req, err := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+	}{seq, subject})
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	msg, err := s.nc.RequestWithContext(ctx, s.getSubj, req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("get message from stream %s: %w", StreamName, err)
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, nil, fmt.Errorf("get message from stream %s: %w", StreamName, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		return 0, nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return 0, nil, fmt.Errorf("get message from stream %s: %s (%d)", StreamName, resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil || resp.Message.Subject != subject || resp.Message.Seq < seq:
+		return 0, nil, fmt.Errorf("get message from stream %s: unexpected answer", StreamName)
+	}
+	return resp.Message.Seq, resp.Message.Data, nil
+}
+
+// scan feeds fn the messages of subject from stream sequence start on, in
+// order, through an ordered consumer, until fn returns false or none is
+// pending; it returns the sequence of the last one fed (0 for none).
+func (s *Store) scan(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) (uint64, error) {
+	cctx, cancel := s.bounded(ctx)
+	cons, err := s.stream.OrderedConsumer(cctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{subject},
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       start,
+		InactiveThreshold: 30 * time.Second, // a backstop: deleted below
+	})
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("read stream %s: %w", StreamName, err)
+	}
+	defer s.deleteConsumer(cons)
+	if cons.CachedInfo().NumPending == 0 {
+		return 0, nil
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return 0, fmt.Errorf("read stream %s: %w", StreamName, err)
+	}
+	defer it.Stop()
+	var last uint64
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return last, fmt.Errorf("read stream %s: %w", StreamName, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return last, fmt.Errorf("read stream %s: %w", StreamName, err)
+		}
+		last = md.Sequence.Stream
+		if !fn(last, msg.Data()) || md.NumPending == 0 {
+			return last, nil
+		}
+	}
+}
+
+// deleteConsumer removes a scan's consumer at once rather than leaving it to
+// its inactivity threshold.
+func (s *Store) deleteConsumer(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if err := s.js.DeleteConsumer(ctx, StreamName, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.log.Warn().Err(err).Str("consumer", info.Name).Msg("could not delete a chat scan's consumer; it expires by itself")
+	}
+}
+
+// bounded gives ctx the JetStream default timeout when it has no deadline,
+// so a request to a stream without a leader cannot hang.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// decodeEntry decodes one message as the file store decodes a line: what is
+// not an entry Append could have written is skipped.
+func decodeEntry(data []byte) (chat.ChatLogEntryV1, bool) {
+	var e chat.ChatLogEntryV1
+	if err := json.Unmarshal(data, &e); err != nil || e.V != 1 || !knownRole(e.Role) {
+		return chat.ChatLogEntryV1{}, false
+	}
+	return e, true
+}
+
+func knownRole(role string) bool {
+	switch role {
+	case chat.RoleUser, chat.RoleAssistant, chat.RoleSystem, chat.RoleTool:
+		return true
+	}
+	return false
+}
+
+// ring keeps the last n items pushed (n > 0).
+type ring[T any] struct {
+	n    int
+	buf  []T
+	next int // where the next push goes once buf is full
+}
+
+func newRing[T any](n int) *ring[T] { return &ring[T]{n: n} }
+
+func (r *ring[T]) push(v T) {
+	if len(r.buf) < r.n {
+		r.buf = append(r.buf, v)
+		return
+	}
+	r.buf[r.next] = v
+	r.next = (r.next + 1) % r.n
+}
+
+// items returns the items oldest first.
+func (r *ring[T]) items() []T {
+	out := make([]T, 0, len(r.buf))
+	out = append(out, r.buf[r.next:]...)
+	return append(out, r.buf[:r.next]...)
+}

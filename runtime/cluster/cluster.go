@@ -1,0 +1,255 @@
+// Package cluster runs ship as one replica of a group sharing NATS
+// JetStream: the queue is a stream split into partitions, each run by one
+// replica at a time under a lease; run state (the pending-work journal's
+// send intents), dedupe claims, leases and the replica list are KV
+// buckets; events travel over a NATS subject. The chat log lives in
+// runtime/cluster/chatlog. Nothing here runs unless cluster config is set.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Names of what ship keeps in JetStream. They are part of the on-disk
+// contract: replicas of different versions must agree on them.
+const (
+	QueueStream   = "SHIP_QUEUE"
+	queueSubject  = "ship.queue"   // ship.queue.<partition>
+	eventsSubject = "ship.events"  // every run's events, from every replica
+	outcomeSubj   = "ship.outcome" // ship.outcome.<requestId>: a run's end, to whoever waits
+	bucketLeases  = "ship_leases"
+	bucketMembers = "ship_replicas"
+	bucketRuns    = "ship_runs"
+	bucketClaims  = "ship_claims"
+	bucketOffsets = "ship_offsets"
+)
+
+// Timings. A lease outlives its holder by at most leaseTTL, so a dead
+// replica's connections and partitions are taken over within about
+// leaseTTL + leaseRetry.
+const (
+	leaseTTL    = 8 * time.Second
+	leaseRenew  = 2 * time.Second
+	leaseRetry  = 1 * time.Second
+	memberTTL   = 8 * time.Second
+	memberBeat  = 2 * time.Second
+	claimTTL    = 24 * time.Hour
+	runStateTTL = 7 * 24 * time.Hour
+	// setupBudget is how long start-up waits for JetStream to be usable:
+	// routed servers elect a meta leader first.
+	setupBudget = 90 * time.Second
+)
+
+// Options configure a replica's connection to the group.
+type Options struct {
+	// Replica names this process; Boot (random) tells its restarts apart.
+	Replica string
+	// URL is an external NATS; Embedded runs a server in-process instead.
+	URL      string
+	Embedded *Embedded
+	Token    string
+	// Replicas is JetStream's copy count for every stream and bucket.
+	Replicas int
+	// Partitions is how many slices the queue is hashed into.
+	Partitions int
+	// Addr is this replica's HTTP address, shown in status.
+	Addr   string
+	Logger zerolog.Logger
+}
+
+// Node is one replica's connection to the group: the NATS connection, the
+// JetStream context and the buckets ship keeps.
+type Node struct {
+	opts   Options
+	boot   string
+	srv    *server.Server // nil with an external NATS
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	log    zerolog.Logger
+	leases jetstream.KeyValue
+	member jetstream.KeyValue
+	runs   jetstream.KeyValue
+	claims jetstream.KeyValue
+	offs   jetstream.KeyValue
+	queue  jetstream.Stream
+}
+
+// Start connects this replica (starting the embedded server first when
+// configured) and makes sure the queue stream and buckets exist.
+func Start(ctx context.Context, opts Options) (*Node, error) {
+	if opts.Replicas < 1 {
+		opts.Replicas = 1
+	}
+	if opts.Partitions < 1 {
+		opts.Partitions = 16
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	n := &Node{opts: opts, boot: hex.EncodeToString(b), log: opts.Logger.With().Str("replica", opts.Replica).Logger()}
+	var copts []nats.Option
+	copts = append(copts, nats.Name("ship "+opts.Replica), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if opts.Token != "" {
+		copts = append(copts, nats.Token(opts.Token))
+	}
+	url := opts.URL
+	if opts.Embedded != nil {
+		srv, err := startEmbedded(opts, n.log)
+		if err != nil {
+			return nil, err
+		}
+		n.srv = srv
+		copts = append(copts, nats.InProcessServer(srv))
+		url = ""
+	}
+	nc, err := nats.Connect(url, copts...)
+	if err != nil {
+		n.shutdownServer()
+		return nil, fmt.Errorf("connecting to NATS: %w", redactErr(err, opts.Token))
+	}
+	n.nc = nc
+	n.js, err = jetstream.New(nc)
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("opening JetStream: %w", err)
+	}
+	if err := n.setup(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// setup creates (or updates) the queue stream and the buckets, retrying
+// while a routed JetStream is still electing its leaders.
+func (n *Node) setup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, setupBudget)
+	defer cancel()
+	r := n.opts.Replicas
+	return retry(ctx, n.log, "setting up JetStream", func(ctx context.Context) error {
+		var err error
+		n.queue, err = n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        QueueStream,
+			Description: "ship's queue: accepted messages until their run is done",
+			Subjects:    []string{queueSubject + ".*"},
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardNew,
+			Storage:     jetstream.FileStorage,
+			Replicas:    r,
+			Duplicates:  2 * time.Minute,
+		})
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", QueueStream, err)
+		}
+		buckets := []struct {
+			dst  *jetstream.KeyValue
+			name string
+			ttl  time.Duration
+			desc string
+		}{
+			{&n.leases, bucketLeases, leaseTTL, "who holds each platform connection and queue partition"},
+			{&n.member, bucketMembers, memberTTL, "the replicas alive now"},
+			{&n.runs, bucketRuns, runStateTTL, "runs begun: attempts, send intents, streamed replies"},
+			{&n.claims, bucketClaims, claimTTL, "platform message ids taken, cluster-wide"},
+			{&n.offs, bucketOffsets, 0, "where each platform connection resumes"},
+		}
+		for _, bk := range buckets {
+			kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket: bk.name, Description: bk.desc, TTL: bk.ttl, History: 1, Replicas: r, Storage: jetstream.FileStorage,
+			})
+			if err != nil {
+				return fmt.Errorf("bucket %s: %w", bk.name, err)
+			}
+			*bk.dst = kv
+		}
+		return nil
+	})
+}
+
+// retry calls fn until it succeeds or ctx ends; JetStream answers "no
+// leader" or times out for a while after servers start or one dies.
+func retry(ctx context.Context, log zerolog.Logger, doing string, fn func(ctx context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := fn(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if p, ok := err.(permanent); ok {
+			return p.error
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", doing, err)
+		}
+		if attempt%10 == 0 {
+			log.Warn().Err(err).Int("attempt", attempt).Msg(doing + ": JetStream not ready yet; retrying")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", doing, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// permanent marks an error retrying cannot mend.
+type permanent struct{ error }
+
+// hotPathBudget is how long a message's path (claim, log, queue) waits
+// for JetStream after a server died: a new stream leader is elected within
+// a few seconds, and a refused message would cost the user a retry.
+const hotPathBudget = 10 * time.Second
+
+// retryHot retries fn within hotPathBudget (and ctx).
+func retryHot(ctx context.Context, n *Node, doing string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, hotPathBudget)
+	defer cancel()
+	return retry(ctx, n.log, doing, fn)
+}
+
+// JetStream is the replica's JetStream context (the chat log opens its
+// stream through it).
+func (n *Node) JetStream() jetstream.JetStream { return n.js }
+
+// Replica is this replica's name.
+func (n *Node) Replica() string { return n.opts.Replica }
+
+// Replicas is JetStream's copy count.
+func (n *Node) Replicas() int { return n.opts.Replicas }
+
+// Close drains the connection and stops the embedded server.
+func (n *Node) Close() {
+	if n.nc != nil {
+		_ = n.nc.Drain()
+		n.nc.Close()
+	}
+	n.shutdownServer()
+}
+
+func (n *Node) shutdownServer() {
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+	}
+}
+
+// redactErr keeps a NATS token out of an error's text.
+func redactErr(err error, token string) error {
+	if token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), token, "[redacted]"))
+}

@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Member is one live replica as it last reported itself.
+type Member struct {
+	Name        string   `json:"name"`
+	Boot        string   `json:"boot"`
+	Addr        string   `json:"addr,omitempty"`
+	Started     int64    `json:"started"` // ms
+	Seen        int64    `json:"seen"`    // ms: its last heartbeat
+	Running     []string `json:"running"` // chat keys running there now
+	Partitions  []int    `json:"partitions"`
+	Concurrency int      `json:"concurrency"`
+}
+
+// Local is what this replica reports about itself in each heartbeat.
+type Local struct {
+	Running     func() []string
+	Partitions  func() []int
+	Concurrency int
+}
+
+// Heartbeat keeps this replica in the members bucket until ctx ends, then
+// takes it out, so the others rebalance at once.
+func (n *Node) Heartbeat(ctx context.Context, local Local) {
+	started := time.Now().UnixMilli()
+	beat := func(ctx context.Context) {
+		m := Member{Name: n.opts.Replica, Boot: n.boot, Addr: n.opts.Addr, Started: started, Seen: time.Now().UnixMilli(),
+			Concurrency: local.Concurrency, Running: []string{}, Partitions: []int{}}
+		if local.Running != nil {
+			m.Running = local.Running()
+		}
+		if local.Partitions != nil {
+			m.Partitions = local.Partitions()
+		}
+		b, _ := json.Marshal(m)
+		if _, err := n.member.Put(ctx, n.opts.Replica, b); err != nil && ctx.Err() == nil {
+			n.log.Debug().Err(err).Msg("replica heartbeat")
+		}
+	}
+	t := time.NewTicker(memberBeat)
+	defer t.Stop()
+	for {
+		beat(ctx)
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = n.member.Delete(dctx, n.opts.Replica)
+			cancel()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Members lists the live replicas by name.
+func (n *Node) Members(ctx context.Context) ([]Member, error) {
+	lister, err := n.member.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing replicas: %w", err)
+	}
+	var out []Member
+	for key := range lister.Keys() {
+		e, err := n.member.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		var m Member
+		if json.Unmarshal(e.Value(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// liveReplicas counts the live replicas (0 when the bucket cannot be
+// read: the caller keeps what it has).
+func (n *Node) liveReplicas(ctx context.Context) int {
+	ms, err := n.Members(ctx)
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// alive reports whether replica name runs now in the incarnation boot.
+func (n *Node) alive(ctx context.Context, name, boot string) (bool, error) {
+	e, err := n.member.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var m Member
+	if json.Unmarshal(e.Value(), &m) != nil {
+		return false, nil
+	}
+	return m.Boot == boot, nil
+}

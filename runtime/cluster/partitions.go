@@ -1,0 +1,361 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/journal"
+)
+
+const partLeasePrefix = "part."
+
+// Run takes this replica's share of the partitions and runs their items
+// through take until ctx ends; then it stops reading and gives the
+// partitions back once the items it took are done (or left to the next
+// holder by the local queue's shutdown). Call Release after the local
+// queue has stopped.
+func (q *Queue) Run(ctx context.Context, take TakeFunc) {
+	q.take = take
+	t := time.NewTicker(leaseRetry)
+	defer t.Stop()
+	for {
+		q.balance(ctx)
+		select {
+		case <-ctx.Done():
+			q.stopReading()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// balance renews the partitions held, gives up those over this replica's
+// share (once their items are done), and takes free ones up to it.
+func (q *Queue) balance(ctx context.Context) {
+	total := q.n.opts.Partitions
+	live := max(1, q.n.liveReplicas(ctx))
+	share := (total + live - 1) / live
+
+	q.mu.Lock()
+	parts := make([]*partition, 0, len(q.owned))
+	for _, p := range q.owned {
+		parts = append(parts, p)
+	}
+	q.mu.Unlock()
+	held := 0
+	for _, p := range parts {
+		if err := p.lease.renew(ctx); errors.Is(err, errLeaseLost) {
+			q.n.log.Warn().Int("partition", p.id).Err(err).Msg("partition lease lost; another replica runs it now")
+			q.drop(p, false)
+			continue
+		}
+		q.mu.Lock()
+		draining, idle := p.draining, p.inflight == 0
+		q.mu.Unlock()
+		if draining && idle {
+			q.drop(p, true)
+			continue
+		}
+		if !draining {
+			held++
+		}
+	}
+	// Over the share (a replica joined): drain one partition a round, the
+	// one with the least work here.
+	if held > share {
+		q.drainOne()
+		return
+	}
+	if held == share || ctx.Err() != nil {
+		return
+	}
+	// Start at a place of our own, so replicas starting together do not
+	// race for the same partitions.
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(q.n.opts.Replica))
+	start := int(h.Sum32() % uint32(total))
+	for i := 0; i < total && held < share; i++ {
+		id := (start + i) % total
+		q.mu.Lock()
+		_, mine := q.owned[id]
+		q.mu.Unlock()
+		if mine {
+			continue
+		}
+		l, err := q.n.tryAcquire(ctx, partLeasePrefix+strconv.Itoa(id))
+		if err != nil || l == nil {
+			continue
+		}
+		q.startReading(ctx, id, l)
+		held++
+	}
+}
+
+// drainOne stops reading the held partition with the fewest items here;
+// balance gives it back when they are done.
+func (q *Queue) drainOne() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var pick *partition
+	for _, p := range q.owned {
+		if !p.draining && (pick == nil || p.inflight < pick.inflight) {
+			pick = p
+		}
+	}
+	if pick != nil {
+		pick.draining = true
+		pick.stop()
+		q.n.log.Info().Int("partition", pick.id).Msg("handing a partition to a replica that joined")
+	}
+}
+
+// drop forgets partition p and, when it was given up on purpose, hands
+// its lease back so the next holder need not wait for it to expire.
+func (q *Queue) drop(p *partition, release bool) {
+	p.stop()
+	<-p.stopped
+	q.mu.Lock()
+	delete(q.owned, p.id)
+	q.mu.Unlock()
+	if release {
+		p.lease.release()
+	}
+}
+
+func (q *Queue) startReading(ctx context.Context, id int, l *lease) {
+	rctx, cancel := context.WithCancel(ctx)
+	p := &partition{id: id, lease: l, stop: cancel, stopped: make(chan struct{})}
+	q.mu.Lock()
+	q.owned[id] = p
+	q.mu.Unlock()
+	q.n.log.Info().Int("partition", id).Msg("running a queue partition")
+	go func() {
+		defer close(p.stopped)
+		q.read(rctx, p)
+	}()
+}
+
+// read hands the partition's items to the local queue, in stream order,
+// from the first one not done.
+func (q *Queue) read(ctx context.Context, p *partition) {
+	for ctx.Err() == nil {
+		err := q.readOnce(ctx, p)
+		if ctx.Err() != nil {
+			return
+		}
+		q.n.log.Warn().Err(err).Int("partition", p.id).Msg("reading a queue partition; retrying")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(leaseRetry):
+		}
+	}
+}
+
+func (q *Queue) readOnce(ctx context.Context, p *partition) error {
+	cons, err := q.n.queue.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{partitionSubject(p.id)}, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("opening partition %d: %w", p.id, err)
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(q.maxInflight))
+	if err != nil {
+		return fmt.Errorf("reading partition %d: %w", p.id, err)
+	}
+	defer msgs.Stop()
+	go func() { <-ctx.Done(); msgs.Stop() }()
+	for {
+		msg, err := msgs.Next()
+		if err != nil {
+			return fmt.Errorf("reading partition %d: %w", p.id, err)
+		}
+		select { // at most maxInflight items handed over and not done
+		case q.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		if !q.hand(ctx, p, msg) {
+			<-q.slots
+		}
+	}
+}
+
+// hand passes one stream message to take; false when it was not handed
+// over (already here, undecodable).
+func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) bool {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return false
+	}
+	var it journal.Item
+	if err := json.Unmarshal(msg.Data(), &it); err != nil || it.ID == "" {
+		q.n.log.Error().Err(err).Uint64("seq", meta.Sequence.Stream).Msg("undecodable queue item; removing it")
+		q.deleteMsg(meta.Sequence.Stream)
+		return false
+	}
+	q.mu.Lock()
+	_, here := q.items[it.ID]
+	q.mu.Unlock()
+	if here {
+		return false // still running here from before a lease was lost and taken back
+	}
+	fl := &inflight{part: p.id, seq: meta.Sequence.Stream}
+	if e, err := q.n.runs.Get(ctx, token(it.ID)); err == nil {
+		_ = json.Unmarshal(e.Value(), &fl.state)
+		fl.rev = e.Revision()
+	}
+	it.Attempts, it.Sends, it.Streamed = fl.state.Attempts, fl.state.Sends, fl.state.Streamed
+	q.mu.Lock()
+	q.items[it.ID] = fl
+	p.inflight++
+	q.mu.Unlock()
+	id := it.ID
+	if err := q.take(ctx, it, func(o ingress.Outcome) { q.publishOutcome(id, o) }); err != nil {
+		// Only a stopping local queue refuses: the item stays in the
+		// stream for the next holder.
+		q.n.log.Warn().Err(err).Str("requestId", id).Msg("item not taken; it stays queued")
+		q.forget(id)
+		return true // its slot went back in forget
+	}
+	return true
+}
+
+// forget drops a handed-over item's bookkeeping and frees its slot.
+func (q *Queue) forget(id string) (*inflight, bool) {
+	q.mu.Lock()
+	fl, ok := q.items[id]
+	if ok {
+		delete(q.items, id)
+		if p := q.owned[fl.part]; p != nil {
+			p.inflight--
+		}
+	}
+	q.mu.Unlock()
+	if ok {
+		<-q.slots
+	}
+	return fl, ok
+}
+
+// stopReading stops every partition's reader (shutdown); items already
+// handed over finish or stay in the stream.
+func (q *Queue) stopReading() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, p := range q.owned {
+		p.stop()
+	}
+}
+
+// Release gives every partition back (shutdown, after the local queue
+// stopped): items not done stay in the stream for the next holder.
+func (q *Queue) Release() {
+	q.mu.Lock()
+	parts := make([]*partition, 0, len(q.owned))
+	for _, p := range q.owned {
+		parts = append(parts, p)
+	}
+	q.mu.Unlock()
+	for _, p := range parts {
+		q.drop(p, true)
+	}
+}
+
+// Partitions lists the partitions this replica runs.
+func (q *Queue) Partitions() []int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]int, 0, len(q.owned))
+	for id, p := range q.owned {
+		if !p.draining {
+			out = append(out, id)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Start implements journal.Recorder.
+func (q *Queue) Start(id string) error {
+	return q.record(id, func(s *runState) { s.Attempts++ })
+}
+
+// Sending implements journal.Recorder: the intent is stored on the
+// stream's replicas before the reply goes out.
+func (q *Queue) Sending(id string) error {
+	return q.record(id, func(s *runState) { s.Sends++; s.Streamed = nil })
+}
+
+// Streaming implements journal.Recorder.
+func (q *Queue) Streaming(id string, visible []string) error {
+	return q.record(id, func(s *runState) { s.Streamed = visible })
+}
+
+func (q *Queue) record(id string, change func(*runState)) error {
+	q.mu.Lock()
+	fl, ok := q.items[id]
+	var st runState
+	if ok {
+		change(&fl.state)
+		st = fl.state
+	}
+	q.mu.Unlock()
+	if !ok {
+		return nil // not a shared item
+	}
+	b, _ := json.Marshal(st)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return retry(ctx, q.n.log, "recording a run's state", func(ctx context.Context) error {
+		_, err := q.n.runs.Put(ctx, token(id), b)
+		return err
+	})
+}
+
+// Done implements journal.Recorder: the item leaves the stream, then its
+// run state goes. In that order: a crash in between leaves only state
+// nobody reads, never an item that could run again without its send
+// intents.
+func (q *Queue) Done(id string) error {
+	fl, ok := q.forget(id)
+	if !ok {
+		return nil
+	}
+	if err := q.deleteMsg(fl.seq); err != nil {
+		return err
+	}
+	if fl.rev != 0 || fl.state.Attempts > 0 || fl.state.Sends > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := q.n.runs.Delete(ctx, token(id)); err != nil {
+			q.n.log.Debug().Err(err).Str("requestId", id).Msg("removing a run's state; it expires by itself")
+		}
+	}
+	return nil
+}
+
+func (q *Queue) deleteMsg(seq uint64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := retry(ctx, q.n.log, "removing a done item from the queue", func(ctx context.Context) error {
+		err := q.n.queue.DeleteMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("removing item %d from the queue: %w", seq, err)
+	}
+	return nil
+}

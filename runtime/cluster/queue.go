@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/queue"
+)
+
+// TakeFunc runs, on this replica, an item the shared queue handed it
+// (engine.Engine.Take).
+type TakeFunc func(ctx context.Context, it journal.Item, onDone func(ingress.Outcome)) error
+
+// Queue is the global queue in cluster mode: one stream, its subjects one
+// per partition, a chat always in the same partition. A partition is run
+// by the replica holding its lease, which reads it in order with an
+// ordered consumer and hands the items to its local queue (one at a time
+// per chat, in order); an item leaves the stream only when its run is
+// done. A replica that dies leaves its items in the stream, and the next
+// holder of the partition reads them again, from the first one not done.
+//
+// Queue is also the run state of journal.Recorder: attempts, send intents
+// and streamed messages of each run, kept in a KV bucket, so the rule
+// "never answer twice" holds across replicas.
+type Queue struct {
+	n           *Node
+	take        TakeFunc
+	capacity    int
+	maxInflight int
+	slots       chan struct{} // one per item handed to the local queue
+
+	mu    sync.Mutex
+	owned map[int]*partition
+	items map[string]*inflight // by item id
+}
+
+type partition struct {
+	id       int
+	lease    *lease
+	stop     context.CancelFunc
+	stopped  chan struct{} // closed when its reader has returned
+	inflight int
+	draining bool
+}
+
+// inflight is an item handed to this replica's local queue.
+type inflight struct {
+	part  int
+	seq   uint64
+	state runState
+	rev   uint64 // of its run state; 0 when none is stored
+}
+
+// runState is what a run records as it goes (journal.Item's counters).
+type runState struct {
+	Attempts int      `json:"attempts,omitempty"`
+	Sends    int      `json:"sends,omitempty"`
+	Streamed []string `json:"streamed,omitempty"`
+}
+
+// QueueOptions configure the shared queue.
+type QueueOptions struct {
+	// Capacity is how many items may wait cluster-wide (queue.capacity);
+	// more are refused with queue.ErrQueueFull.
+	Capacity int
+	// Concurrency is this replica's number of workers; it reads ahead
+	// four times as many items.
+	Concurrency int
+}
+
+// NewQueue returns the shared queue; Run starts taking partitions.
+func (n *Node) NewQueue(opts QueueOptions) *Queue {
+	if opts.Capacity <= 0 {
+		opts.Capacity = 1000
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 1
+	}
+	q := &Queue{n: n, capacity: opts.Capacity, maxInflight: 4 * opts.Concurrency, owned: map[int]*partition{}, items: map[string]*inflight{}}
+	q.slots = make(chan struct{}, q.maxInflight)
+	return q
+}
+
+// LocalCapacity is what the local queue must hold so it never refuses an
+// item this queue hands it.
+func (q *Queue) LocalCapacity() int { return q.maxInflight + 1 }
+
+// partitionOf hashes a chat into a partition.
+func (q *Queue) partitionOf(chatKey string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(chatKey))
+	return int(h.Sum32() % uint32(q.n.opts.Partitions))
+}
+
+func partitionSubject(p int) string { return queueSubject + "." + strconv.Itoa(p) }
+
+// token makes an id safe as one subject token or KV key.
+func token(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+// Submit implements ingress.Shared: the item is in the stream when it
+// returns. A platform message re-submitted by another replica (its first
+// taker died before marking it taken) is deduplicated by the stream.
+func (q *Queue) Submit(ctx context.Context, it journal.Item, onDone func(ingress.Outcome)) (queue.Ticket, error) {
+	it.Accepted = time.Now().UnixMilli()
+	b, err := json.Marshal(it)
+	if err != nil {
+		return queue.Ticket{}, fmt.Errorf("encoding queue item: %w", err)
+	}
+	if onDone != nil {
+		if err := q.awaitOutcome(it.ID, onDone); err != nil {
+			return queue.Ticket{}, err
+		}
+	}
+	msgID := it.ID
+	if it.Request.MessageID != "" {
+		sum := sha256.Sum256([]byte(it.ChatKey + "\x00" + it.Request.MessageID))
+		msgID = "m:" + hex.EncodeToString(sum[:16])
+	}
+	// The message id makes a retry (or a second replica's submit of the
+	// same platform message) a no-op within the stream's dedupe window.
+	err = retryHot(ctx, q.n, "queueing in JetStream", func(ctx context.Context) error {
+		_, err := q.n.js.Publish(ctx, partitionSubject(q.partitionOf(it.ChatKey)), b, jetstream.WithMsgID(msgID))
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum messages") {
+			return permanent{err}
+		}
+		return err
+	})
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum messages") {
+			return queue.Ticket{}, &queue.QueueFullError{Capacity: q.capacity, Waiting: q.capacity}
+		}
+		return queue.Ticket{}, fmt.Errorf("queueing in JetStream: %w", err)
+	}
+	return queue.Ticket{ID: it.ID}, nil
+}
+
+// outcomeWire is an Outcome on its way to the replica that waits for it.
+type outcomeWire struct {
+	Result       json.RawMessage `json:"result"`
+	Err          string          `json:"err,omitempty"`
+	FallbackSent bool            `json:"fallbackSent,omitempty"`
+}
+
+// awaitOutcome subscribes to the outcome of run id before it is queued,
+// so it cannot be missed.
+func (q *Queue) awaitOutcome(id string, onDone func(ingress.Outcome)) error {
+	var once sync.Once
+	var sub *nats.Subscription
+	sub, err := q.n.nc.Subscribe(outcomeSubj+"."+token(id), func(m *nats.Msg) {
+		once.Do(func() {
+			_ = sub.Unsubscribe()
+			var w outcomeWire
+			var o ingress.Outcome
+			if err := json.Unmarshal(m.Data, &w); err == nil {
+				_ = json.Unmarshal(w.Result, &o.Result)
+				if w.Err != "" {
+					o.Err = errors.New(w.Err)
+				}
+				o.FallbackSent = w.FallbackSent
+			} else {
+				o.Err = fmt.Errorf("decoding a run's outcome: %w", err)
+			}
+			onDone(o)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for a run's outcome: %w", err)
+	}
+	return nil
+}
+
+// publishOutcome tells whoever waits for run id how it ended. A run not
+// started because this replica stops is not an outcome: the item stays in
+// the stream and another replica runs it.
+func (q *Queue) publishOutcome(id string, o ingress.Outcome) {
+	if errors.Is(o.Err, queue.ErrQueueStopped) {
+		return
+	}
+	res, _ := json.Marshal(o.Result)
+	w := outcomeWire{Result: res, FallbackSent: o.FallbackSent}
+	if o.Err != nil {
+		w.Err = o.Err.Error()
+	}
+	b, _ := json.Marshal(w)
+	if err := q.n.nc.Publish(outcomeSubj+"."+token(id), b); err != nil {
+		q.n.log.Warn().Err(err).Str("requestId", id).Msg("sending a run's outcome")
+	}
+}
