@@ -128,17 +128,33 @@ func run(ctx context.Context, o options) error {
 	}
 	defer fake.Close()
 
+	// A setup that fails is reported in the table and the run goes on;
+	// the exit status says something failed.
 	var results []result
+	var failed []error
 	for i, s := range o.setups {
 		fmt.Fprintf(os.Stderr, "cluster: setup %d of %d: %s, %d process(es) ...\n", i+1, len(o.setups), s.name(), max(1, s.replicas))
 		r, err := measure(ctx, o, fake, s, filepath.Join(tmp, fmt.Sprintf("setup%d", i)))
 		if err != nil {
-			return fmt.Errorf("%s, %d replicas: %w", s.name(), s.replicas, err)
+			err = fmt.Errorf("%s, %d replicas: %w", s.name(), s.replicas, err)
+			fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
+			r = result{setup: s, err: err}
+			failed = append(failed, err)
+		} else {
+			fmt.Fprintf(os.Stderr, "cluster:   %d turns in %.1f s: %.1f turns/s\n", r.turns, r.wall.Seconds(), r.turnsPerSecond())
 		}
-		fmt.Fprintf(os.Stderr, "cluster:   %d turns in %.1f s: %.1f turns/s\n", r.turns, r.wall.Seconds(), r.turnsPerSecond())
 		results = append(results, r)
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return report(os.Stdout, o, results)
+	if err := report(os.Stdout, o, results); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d setups failed (above)", len(failed), len(o.setups))
+	}
+	return nil
 }
 
 // slowModel answers after delay. With calls 1 it replies at once with

@@ -24,13 +24,12 @@ type replicaPorts struct{ http, client, route int }
 // measure runs one setup: starts its processes, waits until they are ready
 // (and, in a cluster, see each other), warms up, sends the load, waits for
 // every turn's task_completed, and stops the processes.
-func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, root string) (result, error) {
+func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, root string) (_ result, err error) {
 	res := result{setup: s}
 	n := max(1, s.replicas)
 	ports := make([]replicaPorts, n)
 	for i := range ports {
 		for _, p := range []*int{&ports[i].http, &ports[i].client, &ports[i].route} {
-			var err error
 			if *p, err = freePort(); err != nil {
 				return res, err
 			}
@@ -42,6 +41,9 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 	defer func() {
 		for _, p := range procs {
 			p.kill()
+			if err != nil {
+				err = fmt.Errorf("%w\n--- %s stderr tail ---\n%s", err, p.name, p.stderr.String())
+			}
 		}
 	}()
 	for i := range n {

@@ -91,10 +91,12 @@ func (p *proc) poll(ctx context.Context, what string, cond func() bool) error {
 	for !cond() {
 		select {
 		case <-p.exited:
+			// ship's last line says why it stopped; measure adds the tails.
+			tail := p.stderr.String()
 			return fmt.Errorf("%s exited with status %d while waiting for %s: %s",
-				p.name, p.cmd.ProcessState.ExitCode(), what, p.stderr.String())
+				p.name, p.cmd.ProcessState.ExitCode(), what, tail[strings.LastIndex(tail, "\n")+1:])
 		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for %s: %w; stderr tail: %s", p.name, what, ctx.Err(), p.stderr.String())
+			return fmt.Errorf("%s: waiting for %s: %w", p.name, what, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -23,6 +23,7 @@ type result struct {
 	runs       []time.Duration // task_completed durationMs, sorted
 	byReplica  map[string]int  // turns per replica (the events' replica field)
 	modelCalls int
+	err        error // the setup failed: nothing was measured
 }
 
 // fill computes the result from the completions of chats with prefix:
@@ -92,6 +93,10 @@ func report(w io.Writer, o options, results []result) error {
 	fmt.Fprintf(b, "| setup | replicas | turns | seconds | turns/s | ceiling | send→done p50 | p95 | run p50 | run p95 | model calls/turn | turns per replica |\n")
 	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range results {
+		if r.err != nil {
+			fmt.Fprintf(b, "| %s | %d | failed: %s | | | | | | | | | |\n", r.name(), r.replicas, firstLine(r.err))
+			continue
+		}
 		ceiling := float64(max(1, r.replicas)*o.concurrency) / (float64(o.calls) * o.delay.Seconds())
 		perCall := 0.0
 		if r.turns > 0 {
@@ -103,6 +108,16 @@ func report(w io.Writer, o options, results []result) error {
 			ms(percentile(r.runs, 50)), ms(percentile(r.runs, 95)), perCall, spread(r.byReplica))
 	}
 	return b.Flush()
+}
+
+// firstLine is the first line of err, cut to its last 200 characters
+// (where the cause is) for a table cell.
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	if len(line) > 200 {
+		line = line[len(line)-200:]
+	}
+	return strings.ReplaceAll(line, "|", "/")
 }
 
 // spread renders turns per replica, "—" outside a cluster.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,6 +119,24 @@ func stderrTails(rs []*replica, lines int) string {
 		}
 	}
 	return b.String()
+}
+
+// saveLogs writes the stderr of every run of every replica to
+// dir/<replica>-run<n>.log.
+func saveLogs(t *testing.T, dir string, rs []*replica) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("SHIP_CLUSTER_LOGS: %v", err)
+		return
+	}
+	for _, r := range rs {
+		for i, p := range r.runs {
+			path := filepath.Join(dir, fmt.Sprintf("%s-run%d.log", r.name, i+1))
+			if err := os.WriteFile(path, []byte(p.stderr.String()), 0o644); err != nil {
+				t.Errorf("SHIP_CLUSTER_LOGS: %v", err)
+			}
+		}
+	}
+	t.Logf("replicas' logs saved in %s", dir)
 }
 
 // clusterStatus is /api/status's "cluster" object.
@@ -259,6 +279,31 @@ func longestGap(gaps []faketelegram.PollGap, from, to time.Time) time.Duration {
 		longest = max(longest, b.Sub(a))
 	}
 	return longest
+}
+
+// nextPoll is how long after at the first getUpdates request began that
+// was not already in flight at at (0 when one began at once or none came).
+func nextPoll(gaps []faketelegram.PollGap, at time.Time) time.Duration {
+	for _, g := range gaps {
+		if !g.To.Before(at) {
+			return max(0, g.To.Sub(at))
+		}
+	}
+	return 0
+}
+
+// withUpdateIDs adds its Telegram update_id to each message text, so that
+// a loss can be matched with the offsets in ship's logs.
+func withUpdateIDs(texts []string, msgs []pushed) []string {
+	ids := map[string]int64{}
+	for _, m := range msgs {
+		ids[m.text] = m.updateID
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = fmt.Sprintf("%s (update %d)", t, ids[t])
+	}
+	return out
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -3,13 +3,16 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/faketelegram"
 )
 
 // Sizes of TestE2ECluster (issue 17): three replicas, 50 chats × 10
@@ -46,7 +49,8 @@ type clusterKill struct {
 // the first three waves one replica is SIGKILLed (the Telegram poll holder
 // in the first and third) and restarted in its folder on its ports. The
 // fake's records must show every message answered exactly once, in order
-// per chat, and the poll never unheld for 15 s or more.
+// per chat, and the poll never unheld for 15 s or more. With
+// SHIP_CLUSTER_LOGS=<dir> every run's full stderr is saved there.
 func TestE2ECluster(t *testing.T) {
 	const token = "4242:e2e-cluster-token"
 	seed := crashSeed(t)
@@ -78,6 +82,9 @@ func TestE2ECluster(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 60))
+		}
+		if dir := os.Getenv("SHIP_CLUSTER_LOGS"); dir != "" {
+			saveLogs(t, dir, rs)
 		}
 	})
 
@@ -216,9 +223,17 @@ func TestE2ECluster(t *testing.T) {
 			t.Errorf("SIGTERM %s: %v", r.name, err)
 		}
 	}
-	exits := make([]int, len(rs))
+	exits := make([]string, len(rs)) // "0", another status, or "no exit within 10s"
 	for i, r := range rs {
-		exits[i] = r.proc().wait(t)
+		p := r.proc()
+		select {
+		case <-p.exited:
+			exits[i] = strconv.Itoa(p.cmd.ProcessState.ExitCode())
+		case <-time.After(exitGuard):
+			exits[i] = "no exit within " + exitGuard.String()
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
 	}
 
 	var stderrs []string
@@ -247,9 +262,16 @@ func TestE2ECluster(t *testing.T) {
 	row("misrouted replies", res.misrouted)
 	row("other sends (notes)", res.other)
 	row("longest gap with no poller", longest.Round(time.Millisecond))
+	var long []string
+	for _, g := range gaps {
+		if d := longestGap([]faketelegram.PollGap{g}, readyAt, stopAt); d >= time.Second {
+			long = append(long, fmt.Sprintf("%s at +%s", d.Round(time.Millisecond), maxTime(g.From, readyAt).Sub(readyAt).Round(time.Millisecond)))
+		}
+	}
+	row("gaps of 1 s or more (after ready)", strings.Join(long, "; "))
 	row("polls ended by another poller (409)", conflicts)
 	row("model calls", fmt.Sprintf("%d (%d runs re-started, %d re-entered after chat_send)", calls, starts, afterSend))
-	row("exit statuses after SIGTERM", fmt.Sprint(exits))
+	row("exits after SIGTERM (r1, r2, r3)", strings.Join(exits, ", "))
 	for i, k := range kills {
 		next := stopAt
 		if i+1 < len(kills) {
@@ -263,10 +285,14 @@ func TestE2ECluster(t *testing.T) {
 		if !k.reached {
 			stalled = ", stalled"
 		}
-		fmt.Fprintf(&b, "kill %d: %s (%s) after %d replies (waited for %d%s); back in cluster.replicas after %s; "+
+		takeover := ""
+		if k.wasHolder {
+			takeover = fmt.Sprintf("; next getUpdates %s after the kill", nextPoll(gaps, k.at).Round(time.Millisecond))
+		}
+		fmt.Fprintf(&b, "kill %d at +%s: %s (%s) after %d replies (waited for %d%s)%s; back in cluster.replicas after %s; "+
 			"holder then %q; longest gap with no poller until the next kill %s\n",
-			i+1, k.victim, role, k.repliesAt, k.waited, stalled, k.rejoined.Round(time.Millisecond), k.holderThen,
-			longestGap(gaps, k.at, next).Round(time.Millisecond))
+			i+1, k.at.Sub(readyAt).Round(time.Millisecond), k.victim, role, k.repliesAt, k.waited, stalled, takeover,
+			k.rejoined.Round(time.Millisecond), k.holderThen, longestGap(gaps, k.at, next).Round(time.Millisecond))
 	}
 	if counts := sortedCounts(logs.counts); len(counts) > 0 {
 		b.WriteString("warnings and errors in the replicas' logs:\n")
@@ -280,7 +306,7 @@ func TestE2ECluster(t *testing.T) {
 		t.Errorf("%d messages answered more than once: %s", res.duplicated, firstN(res.dupes, 20))
 	}
 	if lost := slices.Concat(res.losses, res.failed); len(lost) > 0 {
-		t.Errorf("%d messages never answered (%d of them marked failed): %s", len(lost), res.failedLogged, firstN(lost, 20))
+		t.Errorf("%d messages never answered (%d of them marked failed): %s", len(lost), res.failedLogged, firstN(withUpdateIDs(lost, msgs), 20))
 	}
 	if len(res.orderErrs) > 0 {
 		t.Errorf("%d replies out of order: %s", len(res.orderErrs), firstN(res.orderErrs, 20))
@@ -291,9 +317,9 @@ func TestE2ECluster(t *testing.T) {
 	if longest >= clusterTakeover {
 		t.Errorf("Telegram went %s without a poller, want under %s", longest.Round(time.Millisecond), clusterTakeover)
 	}
-	for i, code := range exits {
-		if code != 0 {
-			t.Errorf("%s exited with status %d after SIGTERM, want 0", rs[i].name, code)
+	for i, exit := range exits {
+		if exit != "0" {
+			t.Errorf("%s after SIGTERM: %s, want exit status 0", rs[i].name, exit)
 		}
 	}
 }
