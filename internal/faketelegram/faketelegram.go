@@ -10,7 +10,8 @@
 // Tests play the users with Push (or the builders PrivateText, GroupText,
 // TopicText, CallbackQuery) and Press (a user pressing an inline button),
 // and read what the bot did with Sent, WaitSent, Message, Edits, Answers,
-// WaitAnswered, ChatActions, Drafts and Wait. getUpdates long-polls like
+// WaitAnswered, ChatActions, Drafts and Wait, and how the bot polled with
+// PollGaps and PollConflicts. getUpdates long-polls like
 // the real server: it holds an empty request for up to timeout seconds and
 // answers as soon as an update is pushed. It applies allowed_updates when it
 // answers, so an update of a type not allowed is dropped whether it was
@@ -103,6 +104,10 @@ type Server struct {
 	poller     *poller         // the getUpdates request being answered, if any
 	holding    int             // getUpdates requests held waiting
 	holdCh     chan struct{}   // closed and replaced when a request starts holding
+	polls      int             // getUpdates requests being answered
+	idleSince  time.Time       // when the last one ended (zero before the first)
+	gaps       []PollGap       // closed stretches with no getUpdates in flight
+	conflicts  int             // getUpdates requests ended by a newer one (409)
 
 	chats  map[int64]*chatState
 	sent   []Sent

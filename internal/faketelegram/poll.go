@@ -18,6 +18,8 @@ var defaultExcluded = map[string]bool{"chat_member": true, "message_reaction": t
 // getUpdates confirms updates below offset, then answers up to limit queued
 // updates, holding the request up to timeout seconds while there are none.
 func (s *Server) getUpdates(rq *request) (any, *apiError) {
+	s.pollBegin()
+	defer s.pollEnd()
 	p := rq.p
 	offset, timeout := p.int("offset"), p.int("timeout")
 	limit := p.int("limit")
@@ -53,6 +55,7 @@ func (s *Server) getUpdates(rq *request) (any, *apiError) {
 		select {
 		case <-me.kicked:
 			e = errTerminated
+			s.conflicts++
 		default:
 			if s.hookURL != "" {
 				e = errWebhookActive
