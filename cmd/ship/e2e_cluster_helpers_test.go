@@ -100,19 +100,24 @@ func (r *replica) kill(t *testing.T) {
 	p.wait(t)
 }
 
+// routeDial starts NATS's log line for a failed dial of a peer's route.
+const routeDial = "Error trying to connect to route"
+
 // stderrTails renders the last lines of every run of every replica, for a
 // failure report.
 func stderrTails(rs []*replica, lines int) string {
 	var b strings.Builder
 	for _, r := range rs {
 		for i, p := range r.runs {
-			// The test's own polling of /api/status and /health would
-			// fill the tail.
+			// The test's own polling of /api/status and /health, and
+			// NATS redialling the route of a dead peer every second,
+			// would fill the tail.
 			all := slices.DeleteFunc(strings.Split(strings.TrimRight(p.stderr.String(), "\n"), "\n"), func(l string) bool {
-				return strings.Contains(l, `"message":"http request"`) &&
+				return strings.Contains(l, routeDial) || strings.Contains(l, `"message":"http request"`) &&
 					(strings.Contains(l, `"path":"/api/status"`) || strings.Contains(l, `"path":"/health"`))
 			})
-			fmt.Fprintf(&b, "--- %s run %d (%s), last %d of %d stderr lines (status polls left out) ---\n", r.name, i+1, r.dir, min(lines, len(all)), len(all))
+			fmt.Fprintf(&b, "--- %s run %d (%s), last %d of %d stderr lines (status polls and route redials left out) ---\n",
+				r.name, i+1, r.dir, min(lines, len(all)), len(all))
 			for _, l := range all[max(0, len(all)-lines):] {
 				b.WriteString(l + "\n")
 			}

@@ -294,6 +294,14 @@ func TestE2ECluster(t *testing.T) {
 			i+1, k.at.Sub(readyAt).Round(time.Millisecond), k.victim, role, k.repliesAt, k.waited, stalled, takeover,
 			k.rejoined.Round(time.Millisecond), k.holderThen, longestGap(gaps, k.at, next).Round(time.Millisecond))
 	}
+	dials := 0
+	for k, n := range logs.counts {
+		if strings.Contains(k, routeDial) { // one a second per dead peer: noise here
+			dials += n
+			delete(logs.counts, k)
+		}
+	}
+	row("route redials by NATS (left out below)", dials)
 	if counts := sortedCounts(logs.counts); len(counts) > 0 {
 		b.WriteString("warnings and errors in the replicas' logs:\n")
 		for _, c := range counts {
