@@ -301,7 +301,7 @@ func TestE2ECluster(t *testing.T) {
 			delete(logs.counts, k)
 		}
 	}
-	row("route redials by NATS (left out below)", dials)
+	fmt.Fprintf(&b, "NATS route redials (one a second per dead peer), left out below: %d\n", dials)
 	if counts := sortedCounts(logs.counts); len(counts) > 0 {
 		b.WriteString("warnings and errors in the replicas' logs:\n")
 		for _, c := range counts {
