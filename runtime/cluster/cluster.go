@@ -254,6 +254,15 @@ func redactErr(err error, token string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), token, "[redacted]"))
 }
 
+// WhenReady retries fn (opening something else on JetStream, such as the
+// chat log) while a routed JetStream still elects its leaders, within the
+// start-up budget.
+func (n *Node) WhenReady(ctx context.Context, doing string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, setupBudget)
+	defer cancel()
+	return retry(ctx, n.log, doing, fn)
+}
+
 // ClientURL is the embedded server's client URL ("" without an embedded
 // server or client port): what other replicas' tools connect to.
 func (n *Node) ClientURL() string {
