@@ -230,10 +230,11 @@ func (n *Node) Replica() string { return n.opts.Replica }
 // Replicas is JetStream's copy count.
 func (n *Node) Replicas() int { return n.opts.Replicas }
 
-// Close drains the connection and stops the embedded server.
+// Close flushes what is on its way (briefly: NATS may be gone) and stops
+// the embedded server.
 func (n *Node) Close() {
 	if n.nc != nil {
-		_ = n.nc.Drain()
+		_ = n.nc.FlushTimeout(time.Second)
 		n.nc.Close()
 	}
 	n.shutdownServer()

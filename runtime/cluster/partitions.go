@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -266,9 +267,14 @@ func (q *Queue) Release() {
 		parts = append(parts, p)
 	}
 	q.mu.Unlock()
+	// Each lease is given back on its own, at once: with NATS unreachable
+	// they expire by themselves, and shutdown must not wait 2 s apiece.
+	var wg sync.WaitGroup
 	for _, p := range parts {
-		q.drop(p, true)
+		wg.Add(1)
+		go func() { defer wg.Done(); q.drop(p, true) }()
 	}
+	wg.Wait()
 }
 
 // Partitions lists the partitions this replica runs.
