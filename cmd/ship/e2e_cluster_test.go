@@ -23,7 +23,7 @@ const (
 	clusterPerChat  = 10
 	clusterKills    = 3
 	clusterReady    = 60 * time.Second // a replica starting and joining its NATS cluster, under -race on 2 cores
-	clusterStall    = 10 * time.Second // no new reply for this long: nothing more is coming
+	clusterStall    = 20 * time.Second // no new reply for this long (over the 15 s takeover): nothing more is coming
 	clusterGuard    = 90 * time.Second // the longest any one phase may take
 	clusterTakeover = 15 * time.Second // the longest the Telegram poll may go unheld (issue 17)
 	clusterMinGap   = 10 * time.Millisecond
