@@ -54,10 +54,12 @@ func (q *Queue) balance(ctx context.Context) {
 	q.mu.Unlock()
 	held := 0
 	for _, p := range parts {
-		if err := p.lease.renew(ctx); errors.Is(err, errLeaseLost) {
-			q.n.log.Warn().Int("partition", p.id).Err(err).Msg("partition lease lost; another replica runs it now")
-			q.drop(p, false)
-			continue
+		if p.lease.due() {
+			if err := p.lease.renew(ctx); errors.Is(err, errLeaseLost) {
+				q.n.log.Warn().Int("partition", p.id).Err(err).Msg("partition lease lost; another replica runs it now")
+				q.drop(p, false)
+				continue
+			}
 		}
 		q.mu.Lock()
 		draining, idle := p.draining, p.inflight == 0
