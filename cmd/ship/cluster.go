@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -157,8 +156,7 @@ func (r *replica) closeUnused() {
 	if r == nil {
 		return
 	}
-	err := r.store.Close()
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err := r.store.Close(); err != nil {
 		r.log.Debug().Err(err).Msg("closing the chat log")
 	}
 	r.node.Close()
