@@ -63,7 +63,9 @@ type inflight struct {
 	part  int
 	seq   uint64
 	state runState
-	rev   uint64 // of its run state; 0 when none is stored
+	// stored says run state exists in the bucket (read at hand-over or
+	// written since), so Done removes it.
+	stored bool
 }
 
 // runState is what a run records as it goes (journal.Item's counters).
