@@ -55,17 +55,9 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 	if limit <= 0 {
 		return out, nil
 	}
-	m := newMatcher(keyword)
+	m := NewMatcher(keyword)
 	err = s.walkBackward(ctx, stem, func(line []byte) bool {
-		if !m.mayMatch(line) {
-			return true
-		}
-		// Decoding only the text first saves about a quarter of the time
-		// when the pre-filter cannot help and most lines are decoded.
-		var t struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(line, &t) != nil || !m.matches(t.Text) {
+		if !m.MatchesLine(line) {
 			return true
 		}
 		if e, ok := decodeEntry(line); ok {

@@ -61,7 +61,7 @@ func (s *Store) Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatL
 }
 
 // Search returns up to limit entries whose text contains keyword, ignoring
-// case as the file store does (strings.ToLower of both), newest first.
+// case with the file store's chat.Matcher, newest first.
 func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) ([]chat.ChatLogEntryV1, error) {
 	subject, err := s.readable(ctx, chatKey)
 	if err != nil {
@@ -74,13 +74,12 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 	if limit <= 0 {
 		return out, nil
 	}
-	lower := strings.ToLower(keyword)
-	matches := func(text string) bool { return strings.Contains(strings.ToLower(text), lower) }
+	m := chat.NewMatcher(keyword)
 	if all, ok, err := s.whole(ctx, subject); err != nil {
 		return nil, fmt.Errorf("search chat: %w", err)
 	} else if ok {
 		for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
-			if matches(all[i].Text) {
+			if m.Matches(all[i].Text) {
 				out = append(out, all[i])
 			}
 		}
@@ -89,10 +88,7 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 	// The stream reads forward only: keep the newest limit matches.
 	ring := newRing[chat.ChatLogEntryV1](limit)
 	err = s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
-		var t struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(data, &t) != nil || !matches(t.Text) {
+		if !m.MatchesLine(data) {
 			return true
 		}
 		if e, ok := decodeEntry(data); ok {
