@@ -50,7 +50,7 @@ func (s *Store) Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatL
 	}
 	ring := newRing[chat.ChatLogEntryV1](n)
 	if err := s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
-		if e, ok := decodeEntry(data); ok {
+		if e, ok := chat.DecodeEntry(data); ok {
 			ring.push(e)
 		}
 		return true
@@ -91,7 +91,7 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 		if !m.MatchesLine(data) {
 			return true
 		}
-		if e, ok := decodeEntry(data); ok {
+		if e, ok := chat.DecodeEntry(data); ok {
 			ring.push(e)
 		}
 		return true
@@ -124,7 +124,7 @@ func (s *Store) Scan(ctx context.Context, chatKey string, fn func(chat.ChatLogEn
 		return nil
 	}
 	err = s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
-		if e, ok := decodeEntry(data); ok {
+		if e, ok := chat.DecodeEntry(data); ok {
 			return fn(e)
 		}
 		return true
@@ -370,24 +370,6 @@ func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFun
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, s.timeout)
-}
-
-// decodeEntry decodes one message as the file store decodes a line: what is
-// not an entry Append could have written is skipped.
-func decodeEntry(data []byte) (chat.ChatLogEntryV1, bool) {
-	var e chat.ChatLogEntryV1
-	if err := json.Unmarshal(data, &e); err != nil || e.V != 1 || !knownRole(e.Role) {
-		return chat.ChatLogEntryV1{}, false
-	}
-	return e, true
-}
-
-func knownRole(role string) bool {
-	switch role {
-	case chat.RoleUser, chat.RoleAssistant, chat.RoleSystem, chat.RoleTool:
-		return true
-	}
-	return false
 }
 
 // ring keeps the last n items pushed (n > 0).
