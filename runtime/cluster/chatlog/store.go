@@ -12,7 +12,6 @@ package chatlog
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -269,10 +268,8 @@ func (s *Store) prepare(ctx context.Context, e chat.ChatLogEntryV1) (chat.ChatLo
 		e.TS = s.now().UnixMilli()
 	}
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
-		return fail(fmt.Errorf("%w: %w", chat.ErrInvalidEntry, err))
+	if err := chat.EncodeEntry(&buf, e); err != nil {
+		return fail(err)
 	}
 	return e, subject, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
