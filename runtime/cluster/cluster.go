@@ -99,6 +99,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n := &Node{opts: opts, boot: hex.EncodeToString(b), log: opts.Logger.With().Str("replica", opts.Replica).Logger()}
 	var copts []nats.Option
 	copts = append(copts, nats.Name("ship "+opts.Replica), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	copts = append(copts, connLogging(n.log)...)
 	if opts.Token != "" {
 		copts = append(copts, nats.Token(opts.Token))
 	}
@@ -207,6 +208,27 @@ func retry(ctx context.Context, log zerolog.Logger, doing string, fn func(ctx co
 
 // permanent marks an error retrying cannot mend.
 type permanent struct{ error }
+
+// connLogging sends what the NATS client would print (a subscription that
+// fell behind and dropped messages, a lost or regained connection) to the
+// replica's log.
+func connLogging(log zerolog.Logger) []nats.Option {
+	return []nats.Option{
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Warn().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("NATS client error")
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn().Err(err).Msg("disconnected from NATS; reconnecting")
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("server", nc.ConnectedServerName()).Msg("reconnected to NATS")
+		}),
+	}
+}
 
 // hotPathBudget is how long a message's path (claim, log, queue) waits
 // for JetStream after a server died: a new stream leader is elected within

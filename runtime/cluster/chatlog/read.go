@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -259,9 +260,7 @@ func (s *Store) nextBySubject(ctx context.Context, subject string, seq uint64) (
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	msg, err := s.nc.RequestWithContext(ctx, s.getSubj, req)
+	msg, err := s.request(ctx, req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("get message from stream %s: %w", StreamName, err)
 	}
@@ -278,6 +277,32 @@ func (s *Store) nextBySubject(ctx context.Context, subject string, seq uint64) (
 		return 0, nil, fmt.Errorf("get message from stream %s: unexpected answer", StreamName)
 	}
 	return resp.Message.Seq, resp.Message.Data, nil
+}
+
+// request sends a message-get to the stream leader, asking again within
+// hotBudget when no answer comes: while a leader is elected nobody
+// answers, and under load a reply can be lost.
+func (s *Store) request(ctx context.Context, req []byte) (*nats.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, hotBudget)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		actx, acancel := s.bounded(ctx)
+		msg, err := s.nc.RequestWithContext(actx, s.getSubj, req)
+		acancel()
+		if err == nil {
+			return msg, nil
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // readAll feeds fn every message of subject from stream sequence start on,
@@ -331,7 +356,9 @@ func (s *Store) scan(ctx context.Context, subject string, start uint64, fn func(
 	}
 	defer it.Stop()
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		nctx, cancel := s.bounded(ctx)
+		msg, err := it.Next(jetstream.NextContext(nctx))
+		cancel()
 		if err != nil {
 			return last, false, fmt.Errorf("read stream %s: %w", StreamName, err)
 		}
@@ -363,12 +390,11 @@ func (s *Store) deleteConsumer(cons jetstream.Consumer) {
 	}
 }
 
-// bounded gives ctx the JetStream default timeout when it has no deadline,
-// so a request to a stream without a leader cannot hang.
+// bounded caps one JetStream request at the default timeout, whatever the
+// caller's deadline: a reply can be lost (the stream has no leader, or the
+// client dropped it as a slow consumer under load), and a worker holding a
+// run's long deadline must not wait that long for it.
 func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
 	return context.WithTimeout(ctx, s.timeout)
 }
 
