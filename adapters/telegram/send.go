@@ -89,6 +89,10 @@ func newSender(a *api, l Limits, parseMode string, log zerolog.Logger) *sender {
 	}
 }
 
+// CallsBeforeWire says the sender records a reply's intent after waiting
+// for the chat's turn (dispatch.WireHooked).
+func (a *Adapter) CallsBeforeWire() {}
+
 // SendText is the telegram channel's dispatcher: it sends text into req's chat and topic.
 func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, text string) error {
 	chatID, threadID, replyTo, err := replyTarget(req)
@@ -176,6 +180,9 @@ func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, gr
 	parseMode := s.parseMode
 	for attempt := 1; ; attempt++ {
 		if err := s.wait(ctx, chatID, group); err != nil {
+			return 0, fmt.Errorf("telegram send: %w", err)
+		}
+		if err := dispatch.BeforeWire(ctx); err != nil {
 			return 0, fmt.Errorf("telegram send: %w", err)
 		}
 		p := messageParams(chatID, threadID, replyTo, text)

@@ -214,6 +214,12 @@ func (s *sender) callResult(ctx context.Context, chatID int64, method string, p 
 		if err := s.waitPause(ctx, chatID); err != nil {
 			return fmt.Errorf("telegram %s: %w", method, err)
 		}
+		if persist && method != "sendMessageDraft" && method != "sendChatAction" {
+			// Finishing a streamed reply: its intent is recorded now.
+			if err := dispatch.BeforeWire(ctx); err != nil {
+				return fmt.Errorf("telegram %s: %w", method, err)
+			}
+		}
 		res, err := s.api.call(ctx, method, p)
 		if err == nil {
 			if got != nil {

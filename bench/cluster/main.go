@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -28,6 +27,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/shipproc"
 )
 
 // options are the command-line flags.
@@ -115,11 +115,9 @@ func run(ctx context.Context, o options) error {
 	defer os.RemoveAll(tmp)
 
 	if o.bin == "" {
-		o.bin = filepath.Join(tmp, "ship")
 		fmt.Fprintln(os.Stderr, "cluster: building ship ...")
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", o.bin, "github.com/shipmyagent/ship/cmd/ship").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("building ship (run from the module, or pass -bin): %w\n%s", err, out)
+		if o.bin, err = shipproc.Build(ctx, tmp); err != nil {
+			return err
 		}
 	}
 	fake, err := fakeopenai.StartWithOptions(slowModel(o.delay, o.calls), fakeopenai.Options{MaxRecorded: 64})

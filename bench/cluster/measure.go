@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/shipproc"
 )
 
 // replicaPorts are one process's ports: HTTP, and its NATS client and
@@ -30,19 +31,19 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 	ports := make([]replicaPorts, n)
 	for i := range ports {
 		for _, p := range []*int{&ports[i].http, &ports[i].client, &ports[i].route} {
-			if *p, err = freePort(); err != nil {
+			if *p, err = shipproc.FreePort(); err != nil {
 				return res, err
 			}
 		}
 	}
-	env := shipEnv("LLM_PROVIDER=openai", "LLM_API_KEY=bench-key", "LLM_MODEL=fake",
+	env := shipproc.Env("LLM_PROVIDER=openai", "LLM_API_KEY=bench-key", "LLM_MODEL=fake",
 		"LLM_BASE_URL="+fake.BaseURL(), "SHIP_LOG_LEVEL=warn")
-	var procs []*proc
+	var procs []*shipproc.Proc
 	defer func() {
 		for _, p := range procs {
-			p.kill()
+			p.Kill()
 			if err != nil {
-				err = fmt.Errorf("%w\n--- %s stderr tail ---\n%s", err, p.name, p.stderr.String())
+				err = fmt.Errorf("%w\n--- %s stderr tail ---\n%s", err, p.Name, p.Stderr())
 			}
 		}
 	}()
@@ -54,10 +55,10 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 			sections["cluster"] = clusterSection(name, i, ports)
 		}
 		dir := filepath.Join(root, name)
-		if err := initProject(ctx, o.bin, dir, sections); err != nil {
+		if err := shipproc.Init(ctx, o.bin, dir, withSections(sections)); err != nil {
 			return res, err
 		}
-		p, err := launch(ctx, o.bin, name, dir, ports[i].http, env)
+		p, err := shipproc.Launch(ctx, o.bin, name, dir, ports[i].http, env)
 		if err != nil {
 			return res, err
 		}
@@ -69,13 +70,13 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for _, p := range procs {
-		if err := p.waitReady(readyCtx, client); err != nil {
+		if err := p.WaitReady(readyCtx, client, pollEvery); err != nil {
 			return res, err
 		}
 	}
 	if s.replicas > 0 {
 		for _, p := range procs {
-			if err := p.waitReplicas(readyCtx, client, n); err != nil {
+			if err := waitReplicas(readyCtx, p, client, n); err != nil {
 				return res, err
 			}
 		}
@@ -113,11 +114,11 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 	stopStreams()
 
 	for _, p := range procs {
-		p.terminate()
+		p.Terminate()
 	}
 	var errs []error
 	for _, p := range procs {
-		errs = append(errs, p.wait())
+		errs = append(errs, p.Wait())
 	}
 	procs = nil
 	return res, errors.Join(errs...)
@@ -147,7 +148,7 @@ func clusterSection(name string, i int, ports []replicaPorts) map[string]any {
 // defined), message i of chat k to process (k*messages+i) mod len(procs).
 // It returns when each was accepted, keyed by chat key, with each chat's
 // send times in order.
-func sendAll(ctx context.Context, client *http.Client, procs []*proc, prefix string, chats, messages, senders int) (map[string][]time.Time, error) {
+func sendAll(ctx context.Context, client *http.Client, procs []*shipproc.Proc, prefix string, chats, messages, senders int) (map[string][]time.Time, error) {
 	work := make(chan int)
 	var mu sync.Mutex
 	sendAt := map[string][]time.Time{}
@@ -163,8 +164,8 @@ func sendAll(ctx context.Context, client *http.Client, procs []*proc, prefix str
 					}
 					p := procs[(k*messages+i)%len(procs)]
 					at := time.Now()
-					if err := send(ctx, client, p.url, chatID, fmt.Sprintf("%s-%d-%d", prefix, k, i), fmt.Sprintf("%s m%d", chatID, i+1)); err != nil {
-						errs[w] = fmt.Errorf("sending to %s: %w", p.name, err)
+					if err := send(ctx, client, p.URL, chatID, fmt.Sprintf("%s-%d-%d", prefix, k, i), fmt.Sprintf("%s m%d", chatID, i+1)); err != nil {
+						errs[w] = fmt.Errorf("sending to %s: %w", p.Name, err)
 						continue
 					}
 					mu.Lock()
@@ -235,19 +236,19 @@ func newCollector() *collector {
 
 // follow opens p's GET /api/sse and reads it in the background until ctx
 // ends; it returns once the stream is open.
-func (c *collector) follow(ctx context.Context, p *proc) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/sse", nil)
+func (c *collector) follow(ctx context.Context, p *shipproc.Proc) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/api/sse", nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lives until ctx ends
 	if err != nil {
-		return fmt.Errorf("%s: opening /api/sse: %w", p.name, err)
+		return fmt.Errorf("%s: opening /api/sse: %w", p.Name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return fmt.Errorf("%s: /api/sse answered %d", p.name, resp.StatusCode)
+		return fmt.Errorf("%s: /api/sse answered %d", p.Name, resp.StatusCode)
 	}
 	go func() {
 		defer resp.Body.Close()
@@ -259,7 +260,7 @@ func (c *collector) follow(ctx context.Context, p *proc) error {
 			}
 		}
 		if err := sc.Err(); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "cluster: %s: reading /api/sse: %v\n", p.name, err)
+			fmt.Fprintf(os.Stderr, "cluster: %s: reading /api/sse: %v\n", p.Name, err)
 		}
 	}()
 	return nil

@@ -2,16 +2,15 @@ package main
 
 import (
 	"bufio"
-	"debug/buildinfo"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shipmyagent/ship/internal/shipproc"
 )
 
 // result is what one setup measured.
@@ -73,11 +72,11 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 }
 
 func report(w io.Writer, o options, results []result) error {
-	shipVersion, goVersion := binaryVersions(o.bin)
+	shipVersion, goVersion := shipproc.Versions(o.bin)
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "## Scaling run (`go run ./bench/cluster`)\n\n")
 	fmt.Fprintf(b, "- machine: %s, %d CPUs (runtime.NumCPU), %s/%s; every process (ship, NATS, the fake model, the load) on it\n",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+		shipproc.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(b, "- ship %s built with %s\n", shipVersion, goVersion)
 	calls := "2 calls per turn: `chat_load_history`, then `chat_send` with the text (ship ends a turn at `chat_send`)"
 	if o.calls == 1 {
@@ -133,33 +132,6 @@ func spread(by map[string]int) string {
 		return "—"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// binaryVersions returns `ship version` and the Go version bin was built
-// with, or "unknown".
-func binaryVersions(bin string) (ship, goVersion string) {
-	ship, goVersion = "unknown", "unknown"
-	if out, err := exec.Command(bin, "version").Output(); err == nil {
-		ship = strings.TrimPrefix(strings.TrimSpace(string(out)), "ship ")
-	}
-	if info, err := buildinfo.ReadFile(bin); err == nil {
-		goVersion = info.GoVersion
-	}
-	return ship, goVersion
-}
-
-// cpuModel is the first "model name" of /proc/cpuinfo, or "unknown CPU".
-func cpuModel() string {
-	raw, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for line := range strings.Lines(string(raw)) {
-		if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-			return strings.TrimSpace(value)
-		}
-	}
-	return "unknown CPU"
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }

@@ -12,22 +12,20 @@ package main
 import (
 	"bufio"
 	"context"
-	"debug/buildinfo"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/shipproc"
 )
 
 // options are the command-line flags.
@@ -110,11 +108,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	defer os.RemoveAll(tmp)
 
 	if o.bin == "" {
-		o.bin = filepath.Join(tmp, "ship")
 		fmt.Fprintln(os.Stderr, "load: building ship ...")
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", o.bin, "github.com/shipmyagent/ship/cmd/ship").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("building ship (run from the module, or pass -bin): %w\n%s", err, out)
+		if o.bin, err = shipproc.Build(ctx, tmp); err != nil {
+			return err
 		}
 	}
 	fake, err := fakeopenai.StartWithOptions(nil, fakeopenai.Options{MaxRecorded: 64})
@@ -122,11 +118,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer fake.Close()
-	fakeEnv := shipEnv("LLM_PROVIDER=openai", "LLM_API_KEY=load-test-key", "LLM_MODEL=fake", "LLM_BASE_URL="+fake.BaseURL())
+	fakeEnv := shipproc.Env("LLM_PROVIDER=openai", "LLM_API_KEY=load-test-key", "LLM_MODEL=fake", "LLM_BASE_URL="+fake.BaseURL())
 
 	fmt.Fprintln(os.Stderr, "load: measuring start-up ...")
 	startDir := filepath.Join(tmp, "startup")
-	if err := initProject(ctx, o.bin, startDir, nil); err != nil {
+	if err := shipproc.Init(ctx, o.bin, startDir, nil); err != nil {
 		return err
 	}
 	startups, err := measureStartup(ctx, o.bin, startDir, fakeEnv, o.launches)
@@ -150,10 +146,10 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		if v.durability != "" {
 			edit = func(doc map[string]any) { doc["store"] = map[string]any{"durability": v.durability} }
 		}
-		if err := initProject(ctx, o.bin, dir, edit); err != nil {
+		if err := shipproc.Init(ctx, o.bin, dir, edit); err != nil {
 			return err
 		}
-		env := shipEnv()
+		env := shipproc.Env()
 		if v.useFake {
 			env = fakeEnv
 		}
@@ -173,19 +169,19 @@ func measureStartup(ctx context.Context, bin, dir string, env []string, count in
 	for range count {
 		probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		t0 := time.Now()
-		p, err := launch(ctx, bin, dir, env)
+		p, err := shipproc.Launch(ctx, bin, "ship", dir, 0, env)
 		if err != nil {
 			return nil, err
 		}
 		readyCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err = p.waitReady(readyCtx, probe, time.Millisecond)
+		err = p.WaitReady(readyCtx, probe, time.Millisecond)
 		took := time.Since(t0)
 		cancel()
 		if err != nil {
-			p.kill()
+			p.Kill()
 			return nil, err
 		}
-		if err := p.stop(); err != nil {
+		if err := p.Stop(); err != nil {
 			return nil, err
 		}
 		out = append(out, took)
@@ -198,44 +194,44 @@ func measureStartup(ctx context.Context, bin, dir string, env []string, count in
 // latency runs, then stops it and checks it exits 0.
 func measureVariant(ctx context.Context, o options, client *http.Client, fake *fakeopenai.Server, v variant, dir string, env []string) (variantResult, error) {
 	r := variantResult{variant: v}
-	p, err := launch(ctx, o.bin, dir, env, v.args...)
+	p, err := shipproc.Launch(ctx, o.bin, "ship", dir, 0, env, v.args...)
 	if err != nil {
 		return r, err
 	}
-	defer p.kill()
-	if err := p.waitReady(ctx, client, 5*time.Millisecond); err != nil {
+	defer p.Kill()
+	if err := p.WaitReady(ctx, client, 5*time.Millisecond); err != nil {
 		return r, err
 	}
 	time.Sleep(200 * time.Millisecond) // "a moment after ready": let start-up garbage settle
-	if r.idleRSS, _, err = p.memory(); err != nil {
+	if r.idleRSS, _, err = p.Memory(); err != nil {
 		return r, err
 	}
-	if err := warmUp(ctx, client, p.url, o.warmup); err != nil {
+	if err := warmUp(ctx, client, p.URL, o.warmup); err != nil {
 		return r, err
 	}
-	if r.warmRSS, _, err = p.memory(); err != nil {
+	if r.warmRSS, _, err = p.Memory(); err != nil {
 		return r, err
 	}
 	calls0 := fake.RequestCount()
 	for _, c := range o.levels {
-		lr := runLevel(ctx, client, p.url, c, o.n, fmt.Sprintf("c%d", c))
+		lr := runLevel(ctx, client, p.URL, c, o.n, fmt.Sprintf("c%d", c))
 		if err := ctx.Err(); err != nil {
 			return r, fmt.Errorf("concurrency %d: %w", c, err)
 		}
 		r.levels = append(r.levels, lr)
 	}
 	r.modelCalls = fake.RequestCount() - calls0
-	if _, r.peakRSS, err = p.memory(); err != nil {
+	if _, r.peakRSS, err = p.Memory(); err != nil {
 		return r, err
 	}
-	return r, p.stop()
+	return r, p.Stop()
 }
 
 func report(w io.Writer, o options, startups []time.Duration, results []variantResult) error {
-	shipVersion, goVersion := binaryVersions(o.bin)
+	shipVersion, goVersion := shipproc.Versions(o.bin)
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, "## Whole-process load run (`go run ./bench/load`)\n\n")
-	fmt.Fprintf(b, "- machine: %s, %d CPUs (runtime.NumCPU), %s/%s\n", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(b, "- machine: %s, %d CPUs (runtime.NumCPU), %s/%s\n", shipproc.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(b, "- ship %s built with %s; load program %s\n", shipVersion, goVersion, runtime.Version())
 	fmt.Fprintf(b, "- model: a zero-latency fake of the OpenAI API (`internal/fakeopenai`, EchoChatSend: it calls `chat_send`), in the load program's process on the same machine as ship and the load client\n")
 	fmt.Fprintf(b, "- %d requests per concurrency level, after %d warm-up turns; every worker has its own chatId; a turn counts when it is 200 with a non-empty `replies`\n", o.n, o.warmup)
@@ -277,33 +273,6 @@ func report(w io.Writer, o options, startups []time.Duration, results []variantR
 		}
 	}
 	return b.Flush()
-}
-
-// binaryVersions returns `ship version` and the Go version bin was built
-// with, or "unknown".
-func binaryVersions(bin string) (ship, goVersion string) {
-	ship, goVersion = "unknown", "unknown"
-	if out, err := exec.Command(bin, "version").Output(); err == nil {
-		ship = strings.TrimPrefix(strings.TrimSpace(string(out)), "ship ")
-	}
-	if info, err := buildinfo.ReadFile(bin); err == nil {
-		goVersion = info.GoVersion
-	}
-	return ship, goVersion
-}
-
-// cpuModel is the first "model name" of /proc/cpuinfo, or "unknown CPU".
-func cpuModel() string {
-	raw, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for line := range strings.Lines(string(raw)) {
-		if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-			return strings.TrimSpace(value)
-		}
-	}
-	return "unknown CPU"
 }
 
 func orDefault(durability string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -53,7 +52,12 @@ func joinCluster(ctx context.Context, cfg config.Config, log zerolog.Logger) (*r
 	if err != nil {
 		return nil, fmt.Errorf("joining the cluster: %w", err)
 	}
-	store, err := chatlog.Open(ctx, node.JetStream(), chatlog.Options{Replicas: cl.NATS.Replicas, Logger: log})
+	var store *chatlog.Store
+	err = node.WhenReady(ctx, "opening the chat log", func(ctx context.Context) error {
+		var err error
+		store, err = chatlog.Open(ctx, node.JetStream(), chatlog.Options{Replicas: cl.NATS.Replicas, Logger: log})
+		return err
+	})
 	if err != nil {
 		node.Close()
 		return nil, fmt.Errorf("joining the cluster: opening the chat log: %w", err)
@@ -152,8 +156,7 @@ func (r *replica) closeUnused() {
 	if r == nil {
 		return
 	}
-	err := r.store.Close()
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err := r.store.Close(); err != nil {
 		r.log.Debug().Err(err).Msg("closing the chat log")
 	}
 	r.node.Close()

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -81,7 +79,7 @@ func runExport(ctx context.Context, w io.Writer, dir string, f exportFlags) erro
 		return fmt.Errorf("%s already holds %d chat log file(s): export into an empty folder (--out), or move them away first", out, n)
 	}
 
-	shown := redactServers(servers)
+	shown := config.RedactNATSURL(servers)
 	opts := []nats.Option{nats.Name("ship export"), nats.Timeout(10 * time.Second), nats.MaxReconnects(0)}
 	if cfg.Cluster.NATS.Token != "" {
 		opts = append(opts, nats.Token(cfg.Cluster.NATS.Token))
@@ -131,25 +129,4 @@ func chatFiles(dir string) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// redactServers shows NATS URLs without their passwords or tokens.
-func redactServers(servers string) string {
-	parts := strings.Split(servers, ",")
-	for i, s := range parts {
-		s = strings.TrimSpace(s)
-		u, err := url.Parse(s)
-		switch {
-		case err != nil:
-			if at := strings.LastIndex(s, "@"); at >= 0 {
-				s = "…@" + s[at+1:]
-			}
-		case u.User != nil:
-			// A lone user part is how a token is put in a URL: hide it all.
-			u.User = nil
-			s = strings.Replace(u.String(), "://", "://…@", 1)
-		}
-		parts[i] = s
-	}
-	return strings.Join(parts, ",")
 }

@@ -27,7 +27,7 @@ func (s *Store) Recent(ctx context.Context, chatKey string, n int) ([]ChatLogEnt
 		return out, nil
 	}
 	err = s.walkBackward(ctx, stem, func(line []byte) bool {
-		if e, ok := decodeEntry(line); ok {
+		if e, ok := DecodeEntry(line); ok {
 			out = append(out, e)
 		}
 		return len(out) < n
@@ -55,20 +55,12 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 	if limit <= 0 {
 		return out, nil
 	}
-	m := newMatcher(keyword)
+	m := NewMatcher(keyword)
 	err = s.walkBackward(ctx, stem, func(line []byte) bool {
-		if !m.mayMatch(line) {
+		if !m.MatchesLine(line) {
 			return true
 		}
-		// Decoding only the text first saves about a quarter of the time
-		// when the pre-filter cannot help and most lines are decoded.
-		var t struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(line, &t) != nil || !m.matches(t.Text) {
-			return true
-		}
-		if e, ok := decodeEntry(line); ok {
+		if e, ok := DecodeEntry(line); ok {
 			out = append(out, e)
 		}
 		return len(out) < limit
@@ -88,7 +80,7 @@ func (s *Store) Scan(ctx context.Context, chatKey string, fn func(ChatLogEntryV1
 		return fmt.Errorf("scan chat: %w", err)
 	}
 	err = s.walkForward(ctx, stem, func(line []byte) bool {
-		if e, ok := decodeEntry(line); ok {
+		if e, ok := DecodeEntry(line); ok {
 			return fn(e)
 		}
 		return true
@@ -107,9 +99,10 @@ func (s *Store) readable(ctx context.Context, chatKey string) (string, error) {
 	return EscapeChatKey(chatKey)
 }
 
-// decodeEntry decodes one line. Anything that is not an entry Append could
-// have written (a torn line, garbage, another version) is skipped.
-func decodeEntry(line []byte) (ChatLogEntryV1, bool) {
+// DecodeEntry decodes one line of a chat log (a JSONL line, or a message
+// of the cluster's chat log). Anything that is not an entry Append could
+// have written (a torn line, garbage, another version) is skipped (false).
+func DecodeEntry(line []byte) (ChatLogEntryV1, bool) {
 	var e ChatLogEntryV1
 	if err := json.Unmarshal(line, &e); err != nil || e.V != 1 || !knownRole(e.Role) {
 		return ChatLogEntryV1{}, false

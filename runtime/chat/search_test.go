@@ -129,7 +129,7 @@ func TestMatcherProbe(t *testing.T) {
 		{"Straße 你好", "e 你好"},
 	}
 	for _, tt := range tests {
-		if got := newMatcher(tt.keyword).probe; got != tt.probe {
+		if got := NewMatcher(tt.keyword).probe; got != tt.probe {
 			t.Errorf("probe of %q = %q, want %q", tt.keyword, got, tt.probe)
 		}
 	}

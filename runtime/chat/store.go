@@ -255,12 +255,8 @@ func (s *Store) append(ctx context.Context, e ChatLogEntryV1) (ChatLogEntryV1, *
 			s.bufs.Put(buf)
 		}
 	}()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	// Encode escapes control characters, so the line holds exactly one '\n':
-	// the one it ends with.
-	if err := enc.Encode(e); err != nil {
-		return ChatLogEntryV1{}, nil, fmt.Errorf("append chat entry: %w: %w", ErrInvalidEntry, err)
+	if err := EncodeEntry(buf, e); err != nil {
+		return ChatLogEntryV1{}, nil, fmt.Errorf("append chat entry: %w", err)
 	}
 
 	p, err := s.appendLine(stem, buf.Bytes())
@@ -288,6 +284,19 @@ func (s *Store) appendLine(stem string, line []byte) (*Pending, error) {
 		return nil, err
 	}
 	return &Pending{s: s, cf: cf, seq: seq}, nil
+}
+
+// EncodeEntry writes e to buf as its log line: JSON, '<' and '&' kept as
+// written, ending in the line's one '\n' (Encode escapes control
+// characters). Every ChatStore writes entries this way, so the cluster's
+// chat log exports to the very bytes of the JSONL files.
+func EncodeEntry(buf *bytes.Buffer, e ChatLogEntryV1) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidEntry, err)
+	}
+	return nil
 }
 
 // checkEntry validates e for Append and returns the stem of its chat.

@@ -398,7 +398,7 @@ func scanLinesOf(t *testing.T, dir string) int {
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		for sc.Scan() {
-			if _, ok := decodeEntry(sc.Bytes()); !ok {
+			if _, ok := DecodeEntry(sc.Bytes()); !ok {
 				t.Fatalf("%s: invalid line %q", filepath.Base(path), sc.Text())
 			}
 			n++

@@ -99,6 +99,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n := &Node{opts: opts, boot: hex.EncodeToString(b), log: opts.Logger.With().Str("replica", opts.Replica).Logger()}
 	var copts []nats.Option
 	copts = append(copts, nats.Name("ship "+opts.Replica), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	copts = append(copts, connLogging(n.log)...)
 	if opts.Token != "" {
 		copts = append(copts, nats.Token(opts.Token))
 	}
@@ -208,6 +209,27 @@ func retry(ctx context.Context, log zerolog.Logger, doing string, fn func(ctx co
 // permanent marks an error retrying cannot mend.
 type permanent struct{ error }
 
+// connLogging sends what the NATS client would print (a subscription that
+// fell behind and dropped messages, a lost or regained connection) to the
+// replica's log.
+func connLogging(log zerolog.Logger) []nats.Option {
+	return []nats.Option{
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Warn().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("NATS client error")
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn().Err(err).Msg("disconnected from NATS; reconnecting")
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("server", nc.ConnectedServerName()).Msg("reconnected to NATS")
+		}),
+	}
+}
+
 // hotPathBudget is how long a message's path (claim, log, queue) waits
 // for JetStream after a server died: a new stream leader is elected within
 // a few seconds, and a refused message would cost the user a retry.
@@ -230,10 +252,11 @@ func (n *Node) Replica() string { return n.opts.Replica }
 // Replicas is JetStream's copy count.
 func (n *Node) Replicas() int { return n.opts.Replicas }
 
-// Close drains the connection and stops the embedded server.
+// Close flushes what is on its way (briefly: NATS may be gone) and stops
+// the embedded server.
 func (n *Node) Close() {
 	if n.nc != nil {
-		_ = n.nc.Drain()
+		_ = n.nc.FlushTimeout(time.Second)
 		n.nc.Close()
 	}
 	n.shutdownServer()
@@ -252,6 +275,15 @@ func redactErr(err error, token string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), token, "[redacted]"))
+}
+
+// WhenReady retries fn (opening something else on JetStream, such as the
+// chat log) while a routed JetStream still elects its leaders, within the
+// start-up budget.
+func (n *Node) WhenReady(ctx context.Context, doing string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, setupBudget)
+	defer cancel()
+	return retry(ctx, n.log, doing, fn)
 }
 
 // ClientURL is the embedded server's client URL ("" without an embedded

@@ -67,6 +67,10 @@ func (l *lease) renew(ctx context.Context) error {
 	return nil // NATS hiccup (a leader election): try again at the next tick
 }
 
+// due reports whether the lease should be renewed now: balance looks every
+// leaseRetry, and renewing every leaseRenew is enough.
+func (l *lease) due() bool { return time.Since(l.lastOK) >= leaseRenew/2 }
+
 // release gives the lease back at once, so the next holder need not wait
 // for it to expire.
 func (l *lease) release() {

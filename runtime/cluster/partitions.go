@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,10 +54,12 @@ func (q *Queue) balance(ctx context.Context) {
 	q.mu.Unlock()
 	held := 0
 	for _, p := range parts {
-		if err := p.lease.renew(ctx); errors.Is(err, errLeaseLost) {
-			q.n.log.Warn().Int("partition", p.id).Err(err).Msg("partition lease lost; another replica runs it now")
-			q.drop(p, false)
-			continue
+		if p.lease.due() {
+			if err := p.lease.renew(ctx); errors.Is(err, errLeaseLost) {
+				q.n.log.Warn().Int("partition", p.id).Err(err).Msg("partition lease lost; another replica runs it now")
+				q.drop(p, false)
+				continue
+			}
 		}
 		q.mu.Lock()
 		draining, idle := p.draining, p.inflight == 0
@@ -184,35 +187,36 @@ func (q *Queue) readOnce(ctx context.Context, p *partition) error {
 		case <-ctx.Done():
 			return nil
 		}
-		if !q.hand(ctx, p, msg) {
-			<-q.slots
-		}
+		q.hand(ctx, p, msg)
 	}
 }
 
-// hand passes one stream message to take; false when it was not handed
-// over (already here, undecodable).
-func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) bool {
+// hand passes one stream message to take. A message it does not hand
+// over (undecodable, or already here) gives its slot back.
+func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
-		return false
+		<-q.slots
+		return
 	}
 	var it journal.Item
 	if err := json.Unmarshal(msg.Data(), &it); err != nil || it.ID == "" {
 		q.n.log.Error().Err(err).Uint64("seq", meta.Sequence.Stream).Msg("undecodable queue item; removing it")
-		q.deleteMsg(meta.Sequence.Stream)
-		return false
+		_ = q.deleteMsg(meta.Sequence.Stream)
+		<-q.slots
+		return
 	}
 	q.mu.Lock()
 	_, here := q.items[it.ID]
 	q.mu.Unlock()
 	if here {
-		return false // still running here from before a lease was lost and taken back
+		<-q.slots // still running here from before a lease was lost and taken back
+		return
 	}
 	fl := &inflight{part: p.id, seq: meta.Sequence.Stream}
 	if e, err := q.n.runs.Get(ctx, token(it.ID)); err == nil {
 		_ = json.Unmarshal(e.Value(), &fl.state)
-		fl.rev = e.Revision()
+		fl.stored = true
 	}
 	it.Attempts, it.Sends, it.Streamed = fl.state.Attempts, fl.state.Sends, fl.state.Streamed
 	q.mu.Lock()
@@ -225,9 +229,7 @@ func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) bool 
 		// stream for the next holder.
 		q.n.log.Warn().Err(err).Str("requestId", id).Msg("item not taken; it stays queued")
 		q.forget(id)
-		return true // its slot went back in forget
 	}
-	return true
 }
 
 // forget drops a handed-over item's bookkeeping and frees its slot.
@@ -266,9 +268,14 @@ func (q *Queue) Release() {
 		parts = append(parts, p)
 	}
 	q.mu.Unlock()
+	// Each lease is given back on its own, at once: with NATS unreachable
+	// they expire by themselves, and shutdown must not wait 2 s apiece.
+	var wg sync.WaitGroup
 	for _, p := range parts {
-		q.drop(p, true)
+		wg.Add(1)
+		go func() { defer wg.Done(); q.drop(p, true) }()
 	}
+	wg.Wait()
 }
 
 // Partitions lists the partitions this replica runs.
@@ -308,6 +315,7 @@ func (q *Queue) record(id string, change func(*runState)) error {
 	if ok {
 		change(&fl.state)
 		st = fl.state
+		fl.stored = true
 	}
 	q.mu.Unlock()
 	if !ok {
@@ -334,7 +342,7 @@ func (q *Queue) Done(id string) error {
 	if err := q.deleteMsg(fl.seq); err != nil {
 		return err
 	}
-	if fl.rev != 0 || fl.state.Attempts > 0 || fl.state.Sends > 0 {
+	if fl.stored {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := q.n.runs.Delete(ctx, token(id)); err != nil {

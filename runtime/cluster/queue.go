@@ -63,7 +63,9 @@ type inflight struct {
 	part  int
 	seq   uint64
 	state runState
-	rev   uint64 // of its run state; 0 when none is stored
+	// stored says run state exists in the bucket (read at hand-over or
+	// written since), so Done removes it.
+	stored bool
 }
 
 // runState is what a run records as it goes (journal.Item's counters).
@@ -121,8 +123,9 @@ func (q *Queue) Submit(ctx context.Context, it journal.Item, onDone func(ingress
 	if err != nil {
 		return queue.Ticket{}, fmt.Errorf("encoding queue item: %w", err)
 	}
+	var sub *nats.Subscription
 	if onDone != nil {
-		if err := q.awaitOutcome(it.ID, onDone); err != nil {
+		if sub, err = q.awaitOutcome(it.ID, onDone); err != nil {
 			return queue.Ticket{}, err
 		}
 	}
@@ -137,14 +140,16 @@ func (q *Queue) Submit(ctx context.Context, it journal.Item, onDone func(ingress
 		_, err := q.n.js.Publish(ctx, partitionSubject(q.partitionOf(it.ChatKey)), b, jetstream.WithMsgID(msgID))
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum messages") {
-			return permanent{err}
+			return permanent{&queue.QueueFullError{Capacity: q.capacity, Waiting: q.capacity}}
 		}
 		return err
 	})
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && strings.Contains(apiErr.Description, "maximum messages") {
-			return queue.Ticket{}, &queue.QueueFullError{Capacity: q.capacity, Waiting: q.capacity}
+		if sub != nil {
+			_ = sub.Unsubscribe() // nothing will run: nobody waits
+		}
+		if errors.Is(err, queue.ErrQueueFull) {
+			return queue.Ticket{}, err
 		}
 		return queue.Ticket{}, fmt.Errorf("queueing in JetStream: %w", err)
 	}
@@ -160,7 +165,7 @@ type outcomeWire struct {
 
 // awaitOutcome subscribes to the outcome of run id before it is queued,
 // so it cannot be missed.
-func (q *Queue) awaitOutcome(id string, onDone func(ingress.Outcome)) error {
+func (q *Queue) awaitOutcome(id string, onDone func(ingress.Outcome)) (*nats.Subscription, error) {
 	var once sync.Once
 	var sub *nats.Subscription
 	sub, err := q.n.nc.Subscribe(outcomeSubj+"."+token(id), func(m *nats.Msg) {
@@ -181,9 +186,9 @@ func (q *Queue) awaitOutcome(id string, onDone func(ingress.Outcome)) error {
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for a run's outcome: %w", err)
+		return nil, fmt.Errorf("waiting for a run's outcome: %w", err)
 	}
-	return nil
+	return sub, nil
 }
 
 // publishOutcome tells whoever waits for run id how it ended. A run not

@@ -22,8 +22,7 @@ type Status struct {
 func (n *Node) Status(ctx context.Context) Status {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	st := Status{Replica: n.opts.Replica, NATS: "external", Partitions: n.opts.Partitions, Copies: n.opts.Replicas,
-		Replicas: []Member{}, Connections: []Holder{}}
+	st := Status{Replica: n.opts.Replica, NATS: "external", Partitions: n.opts.Partitions, Copies: n.opts.Replicas}
 	if n.srv != nil {
 		st.NATS = "embedded"
 	}

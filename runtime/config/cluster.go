@@ -125,12 +125,11 @@ func (c ClusterConfig) validate() error {
 	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
 		return fmt.Errorf("%w: cluster.nats.replicas %d must be between 1 and 5", ErrInvalid, c.NATS.Replicas)
 	}
-	for _, u := range strings.Split(c.NATS.URL, ",") {
-		if c.NATS.URL == "" {
-			break
-		}
-		if p, err := url.Parse(strings.TrimSpace(u)); err != nil || p.Host == "" {
-			return fmt.Errorf("%w: cluster.nats.url (SHIP_NATS_URL) has %q, which is not a URL like nats://host:4222", ErrInvalid, redactURL(u))
+	if c.NATS.URL != "" {
+		for _, u := range strings.Split(c.NATS.URL, ",") {
+			if p, err := url.Parse(strings.TrimSpace(u)); err != nil || p.Host == "" {
+				return fmt.Errorf("%w: cluster.nats.url (SHIP_NATS_URL) has %q, which is not a URL like nats://host:4222", ErrInvalid, RedactNATSURL(u))
+			}
 		}
 	}
 	if e := c.NATS.Embedded; e != nil {
@@ -147,7 +146,7 @@ func (c ClusterConfig) validate() error {
 		}
 		for _, r := range e.Routes {
 			if p, err := url.Parse(r); err != nil || p.Host == "" {
-				return fmt.Errorf("%w: cluster.nats.embedded.routes has %q, which is not a URL like nats://host:6222", ErrInvalid, redactURL(r))
+				return fmt.Errorf("%w: cluster.nats.embedded.routes has %q, which is not a URL like nats://host:6222", ErrInvalid, RedactNATSURL(r))
 			}
 		}
 		if c.NATS.Replicas > 1+len(e.Routes) {
@@ -158,14 +157,24 @@ func (c ClusterConfig) validate() error {
 	return nil
 }
 
-// redactURL drops a password from u before it goes into an error.
-func redactURL(u string) string {
-	p, err := url.Parse(strings.TrimSpace(u))
-	if err != nil || p.User == nil {
-		if i := strings.LastIndex(u, "@"); i >= 0 {
-			return "…@" + u[i+1:]
+// RedactNATSURL shows NATS server URLs ("nats://a:4222,nats://b:4222")
+// without their passwords or tokens, for errors and output.
+func RedactNATSURL(servers string) string {
+	parts := strings.Split(servers, ",")
+	for i, s := range parts {
+		s = strings.TrimSpace(s)
+		u, err := url.Parse(s)
+		switch {
+		case err != nil:
+			if at := strings.LastIndex(s, "@"); at >= 0 {
+				s = "…@" + s[at+1:]
+			}
+		case u.User != nil:
+			// A lone user part is how a token is put in a URL: hide it all.
+			u.User = nil
+			s = strings.Replace(u.String(), "://", "://…@", 1)
 		}
-		return u
+		parts[i] = s
 	}
-	return p.Redacted()
+	return strings.Join(parts, ",")
 }

@@ -146,7 +146,11 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 	if live != nil {
 		stream = live.take(ctx, via)
 	}
-	if d.BeforeSend != nil {
+	var hook *wireHook
+	if _, paced := disp.(WireHooked); paced && d.BeforeSend != nil {
+		hook = &wireHook{fn: d.BeforeSend}
+		ctx = context.WithValue(ctx, wireHookKey{}, hook)
+	} else if d.BeforeSend != nil {
 		if err := d.BeforeSend(ctx); err != nil {
 			if stream != nil {
 				d.abandon(ctx, stream)
@@ -173,6 +177,13 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 		dl, err = r.SendTextReport(ctx, req, text)
 	default:
 		err = disp.SendText(ctx, req, text)
+	}
+	if hook != nil && err == nil {
+		// A path that sent without calling BeforeWire still leaves its
+		// record, as every reply must.
+		if herr := hook.run(ctx); herr != nil {
+			zerolog.Ctx(ctx).Error().Err(herr).Str("chatKey", req.ChatKey).Msg("recording a reply after sending it")
+		}
 	}
 	noteSend(ctx, err)
 	if err != nil {

@@ -204,6 +204,13 @@ type Submission struct {
 	DeferSync bool
 }
 
+// journalItem is s as the pending-work journal (or the cluster's queue)
+// keeps it, replying to req.
+func (s Submission) journalItem(req dispatch.RequestContext) journal.Item {
+	return journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools,
+		Identity: s.Identity, LLM: s.LLM, Files: s.Files, Answer: s.Answer}
+}
+
 // Request is where a reply to s goes.
 func (s Submission) Request() dispatch.RequestContext {
 	if s.Route != nil {
@@ -288,8 +295,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			pending.Release()
 			pending = nil
 		}
-		if err := in.journal.Add(journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools, Identity: s.Identity,
-			LLM: s.LLM, Files: s.Files, Answer: s.Answer}); err != nil {
+		if err := in.journal.Add(s.journalItem(req)); err != nil {
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
@@ -341,8 +347,7 @@ func (in *Ingress) submit(ctx context.Context, s Submission, logUser bool) (Tick
 		}
 	}
 	req := s.Request()
-	t, err := in.shared.Submit(ctx, journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools,
-		Identity: s.Identity, LLM: s.LLM, Files: s.Files, Answer: s.Answer}, s.OnDone)
+	t, err := in.shared.Submit(ctx, s.journalItem(req), s.OnDone)
 	if err != nil {
 		in.logRefusal(ctx, req, err)
 		return Ticket{}, fmt.Errorf("queueing message: %w", err)
@@ -357,14 +362,19 @@ func (in *Ingress) submit(ctx context.Context, s Submission, logUser bool) (Tick
 // (cluster mode): its log entry and durability are the submitter's.
 func (in *Ingress) Run(it journal.Item, onDone func(Outcome)) error {
 	in.Remember(it.ChatKey, it.Request.MessageID)
+	if err := in.enqueueItem(it, onDone); err != nil {
+		return fmt.Errorf("queueing a shared item: %w", err)
+	}
+	return nil
+}
+
+// enqueueItem queues a journaled item on this process's queue.
+func (in *Ingress) enqueueItem(it journal.Item, onDone func(Outcome)) error {
 	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
 		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
 		Streamed: it.Streamed, LLM: it.LLM, Files: it.Files, Answer: it.Answer, OnDone: onDone,
 	}})
-	if err != nil {
-		return fmt.Errorf("queueing a shared item: %w", err)
-	}
-	return nil
+	return err
 }
 
 // logRefusal leaves a system entry next to a message the queue refused, so
@@ -410,13 +420,7 @@ func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
 	if err := in.restoreUserEntry(ctx, it); err != nil {
 		in.log.Error().Err(err).Str("chatKey", it.ChatKey).Msg("recovery: restoring the message in the chat log")
 	}
-	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
-		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
-		Streamed: it.Streamed,
-		LLM:      it.LLM,
-		Files:    it.Files, Answer: it.Answer,
-	}})
-	if err != nil {
+	if err := in.enqueueItem(it, nil); err != nil {
 		return fmt.Errorf("queueing an interrupted message: %w", err)
 	}
 	return nil

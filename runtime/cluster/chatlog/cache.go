@@ -29,7 +29,7 @@ func (t *tail) add(seq uint64, data []byte) {
 	t.lastSeq = seq
 	t.msgs++
 	t.bytes += int64(len(data)) + 1 // the newline of the file layout
-	e, ok := decodeEntry(data)
+	e, ok := chat.DecodeEntry(data)
 	if !ok {
 		return
 	}

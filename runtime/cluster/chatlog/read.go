@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -50,7 +51,7 @@ func (s *Store) Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatL
 	}
 	ring := newRing[chat.ChatLogEntryV1](n)
 	if err := s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
-		if e, ok := decodeEntry(data); ok {
+		if e, ok := chat.DecodeEntry(data); ok {
 			ring.push(e)
 		}
 		return true
@@ -61,7 +62,7 @@ func (s *Store) Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatL
 }
 
 // Search returns up to limit entries whose text contains keyword, ignoring
-// case as the file store does (strings.ToLower of both), newest first.
+// case with the file store's chat.Matcher, newest first.
 func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) ([]chat.ChatLogEntryV1, error) {
 	subject, err := s.readable(ctx, chatKey)
 	if err != nil {
@@ -74,13 +75,12 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 	if limit <= 0 {
 		return out, nil
 	}
-	lower := strings.ToLower(keyword)
-	matches := func(text string) bool { return strings.Contains(strings.ToLower(text), lower) }
+	m := chat.NewMatcher(keyword)
 	if all, ok, err := s.whole(ctx, subject); err != nil {
 		return nil, fmt.Errorf("search chat: %w", err)
 	} else if ok {
 		for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
-			if matches(all[i].Text) {
+			if m.Matches(all[i].Text) {
 				out = append(out, all[i])
 			}
 		}
@@ -89,13 +89,10 @@ func (s *Store) Search(ctx context.Context, chatKey, keyword string, limit int) 
 	// The stream reads forward only: keep the newest limit matches.
 	ring := newRing[chat.ChatLogEntryV1](limit)
 	err = s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
-		var t struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(data, &t) != nil || !matches(t.Text) {
+		if !m.MatchesLine(data) {
 			return true
 		}
-		if e, ok := decodeEntry(data); ok {
+		if e, ok := chat.DecodeEntry(data); ok {
 			ring.push(e)
 		}
 		return true
@@ -128,7 +125,7 @@ func (s *Store) Scan(ctx context.Context, chatKey string, fn func(chat.ChatLogEn
 		return nil
 	}
 	err = s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
-		if e, ok := decodeEntry(data); ok {
+		if e, ok := chat.DecodeEntry(data); ok {
 			return fn(e)
 		}
 		return true
@@ -263,9 +260,7 @@ func (s *Store) nextBySubject(ctx context.Context, subject string, seq uint64) (
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	msg, err := s.nc.RequestWithContext(ctx, s.getSubj, req)
+	msg, err := s.request(ctx, req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("get message from stream %s: %w", StreamName, err)
 	}
@@ -282,6 +277,32 @@ func (s *Store) nextBySubject(ctx context.Context, subject string, seq uint64) (
 		return 0, nil, fmt.Errorf("get message from stream %s: unexpected answer", StreamName)
 	}
 	return resp.Message.Seq, resp.Message.Data, nil
+}
+
+// request sends a message-get to the stream leader, asking again within
+// hotBudget when no answer comes: while a leader is elected nobody
+// answers, and under load a reply can be lost.
+func (s *Store) request(ctx context.Context, req []byte) (*nats.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, hotBudget)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		actx, acancel := s.bounded(ctx)
+		msg, err := s.nc.RequestWithContext(actx, s.getSubj, req)
+		acancel()
+		if err == nil {
+			return msg, nil
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // readAll feeds fn every message of subject from stream sequence start on,
@@ -335,7 +356,9 @@ func (s *Store) scan(ctx context.Context, subject string, start uint64, fn func(
 	}
 	defer it.Stop()
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		nctx, cancel := s.bounded(ctx)
+		msg, err := it.Next(jetstream.NextContext(nctx))
+		cancel()
 		if err != nil {
 			return last, false, fmt.Errorf("read stream %s: %w", StreamName, err)
 		}
@@ -367,31 +390,12 @@ func (s *Store) deleteConsumer(cons jetstream.Consumer) {
 	}
 }
 
-// bounded gives ctx the JetStream default timeout when it has no deadline,
-// so a request to a stream without a leader cannot hang.
+// bounded caps one JetStream request at the default timeout, whatever the
+// caller's deadline: a reply can be lost (the stream has no leader, or the
+// client dropped it as a slow consumer under load), and a worker holding a
+// run's long deadline must not wait that long for it.
 func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
 	return context.WithTimeout(ctx, s.timeout)
-}
-
-// decodeEntry decodes one message as the file store decodes a line: what is
-// not an entry Append could have written is skipped.
-func decodeEntry(data []byte) (chat.ChatLogEntryV1, bool) {
-	var e chat.ChatLogEntryV1
-	if err := json.Unmarshal(data, &e); err != nil || e.V != 1 || !knownRole(e.Role) {
-		return chat.ChatLogEntryV1{}, false
-	}
-	return e, true
-}
-
-func knownRole(role string) bool {
-	switch role {
-	case chat.RoleUser, chat.RoleAssistant, chat.RoleSystem, chat.RoleTool:
-		return true
-	}
-	return false
 }
 
 // ring keeps the last n items pushed (n > 0).

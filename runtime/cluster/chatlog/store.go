@@ -12,7 +12,6 @@ package chatlog
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,6 +37,10 @@ const (
 	// defaultTimeout bounds a JetStream request whose context has no
 	// deadline, as the jetstream package does for its own requests.
 	defaultTimeout = 5 * time.Second
+	// hotBudget is how long an append or a read keeps trying: long
+	// enough for a stream leader election, short enough that a run fails
+	// visibly rather than hangs when NATS is gone.
+	hotBudget = 10 * time.Second
 )
 
 // ErrNoChatLog is returned by Open with MustExist when the stream is missing.
@@ -210,15 +213,43 @@ func (s *Store) Append(ctx context.Context, e chat.ChatLogEntryV1) (chat.ChatLog
 	if err != nil {
 		return chat.ChatLogEntryV1{}, err
 	}
-	// While a stream leader is elected (a server died) a publish finds
-	// no responder: it is retried for up to ten seconds, under one message
-	// id so that a retry of a publish whose acknowledgement was lost is
-	// not stored twice.
-	if _, err := s.js.Publish(ctx, subject, data, jetstream.WithExpectStream(StreamName), jetstream.WithMsgID(nuid.Next()),
-		jetstream.WithRetryAttempts(40), jetstream.WithRetryWait(250*time.Millisecond)); err != nil {
+	if err := s.publish(ctx, subject, data); err != nil {
 		return chat.ChatLogEntryV1{}, fmt.Errorf("append chat entry: %w", err)
 	}
 	return e, nil
+}
+
+// publish stores data on subject, trying again for up to hotBudget:
+// while a stream leader is elected (a server died) a publish finds no
+// responder, and under load an acknowledgement can be lost. Every attempt
+// is bounded by the default timeout and carries the same message id, so
+// the stream stores a retried publish once.
+func (s *Store) publish(ctx context.Context, subject string, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, hotBudget)
+	defer cancel()
+	id := nuid.Next()
+	wait := 100 * time.Millisecond
+	for {
+		actx, acancel := s.bounded(ctx)
+		_, err := s.js.Publish(actx, subject, data, jetstream.WithExpectStream(StreamName), jetstream.WithMsgID(id))
+		acancel()
+		if err == nil {
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum || apiErr.ErrorCode == jetstream.JSErrCodeBadRequest) {
+			return err // refused for what it is: trying again changes nothing
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // AppendDeferred publishes e without waiting for the acknowledgement;
@@ -269,10 +300,8 @@ func (s *Store) prepare(ctx context.Context, e chat.ChatLogEntryV1) (chat.ChatLo
 		e.TS = s.now().UnixMilli()
 	}
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
-		return fail(fmt.Errorf("%w: %w", chat.ErrInvalidEntry, err))
+	if err := chat.EncodeEntry(&buf, e); err != nil {
+		return fail(err)
 	}
 	return e, subject, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
