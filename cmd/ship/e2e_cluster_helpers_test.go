@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +27,32 @@ type replica struct {
 	port          int // HTTP (--port)
 	client, route int // the embedded NATS server's client and route ports
 	runs          []*shipProc
+}
+
+// stablePorts returns n distinct loopback ports that were free a moment
+// ago, below the kernel's ephemeral range (32768 up): a replica binds the
+// same ports again after each kill, and a port from the ephemeral range
+// can meanwhile be the local end of some outgoing connection (the other
+// replicas redial their routes every second).
+func stablePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatal("no free loopback port between 20000 and 32767")
+		}
+		p := 20000 + rand.Intn(12768)
+		if slices.Contains(ports, p) {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		ports = append(ports, p)
+	}
+	return ports
 }
 
 // proc is the replica's current (last started) process.

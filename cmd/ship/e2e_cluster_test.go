@@ -68,9 +68,10 @@ func TestE2ECluster(t *testing.T) {
 
 	rs := make([]*replica, 3)
 	names := make([]string, len(rs))
+	ports := stablePorts(t, 3*len(rs))
 	for i := range rs {
 		rs[i] = &replica{name: fmt.Sprintf("r%d", i+1), dir: initProject(t),
-			port: freePort(t), client: freePort(t), route: freePort(t)}
+			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
 		names[i] = rs[i].name
 	}
 	for _, r := range rs {
