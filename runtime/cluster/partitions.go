@@ -207,13 +207,20 @@ func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) {
 		return
 	}
 	q.mu.Lock()
-	_, here := q.items[it.ID]
-	q.mu.Unlock()
-	if here {
-		<-q.slots // still running here from before a lease was lost and taken back
+	if fl, here := q.items[it.ID]; here {
+		// Still running here from before the lease was lost and taken
+		// back: this partition counts it now, so that it is not handed
+		// to another replica (which would run it again) before it is
+		// done. It holds a slot already.
+		fl.part.inflight--
+		fl.part = p
+		p.inflight++
+		q.mu.Unlock()
+		<-q.slots
 		return
 	}
-	fl := &inflight{part: p.id, seq: meta.Sequence.Stream}
+	q.mu.Unlock()
+	fl := &inflight{part: p, seq: meta.Sequence.Stream}
 	if e, err := q.n.runs.Get(ctx, token(it.ID)); err == nil {
 		_ = json.Unmarshal(e.Value(), &fl.state)
 		fl.stored = true
@@ -238,9 +245,7 @@ func (q *Queue) forget(id string) (*inflight, bool) {
 	fl, ok := q.items[id]
 	if ok {
 		delete(q.items, id)
-		if p := q.owned[fl.part]; p != nil {
-			p.inflight--
-		}
+		fl.part.inflight--
 	}
 	q.mu.Unlock()
 	if ok {

@@ -60,7 +60,9 @@ type partition struct {
 
 // inflight is an item handed to this replica's local queue.
 type inflight struct {
-	part  int
+	// part is the partition that counts it: the one that handed it over,
+	// or the one that took the partition back while it still ran here.
+	part  *partition
 	seq   uint64
 	state runState
 	// stored says run state exists in the bucket (read at hand-over or
