@@ -208,15 +208,19 @@ func waitSends(tg *faketelegram.Server, target int, stall time.Duration, deadlin
 
 // tally is the check of the fake's records against what was pushed.
 type tally struct {
-	messages, answered, duplicated, lost, failedLogged  int
-	misrouted, other                                    int
-	dupes, losses, failed, orderErrs, others, misroutes []string
+	messages, answered, duplicated, lost, failedLogged int
+	// inDoubt counts messages left unanswered by the never-answer-twice
+	// rule: a send intent was recorded, ship died before the reply left,
+	// and recovery said so in its log rather than run them again.
+	inDoubt                                                      int
+	misrouted, other                                             int
+	dupes, losses, failed, doubted, orderErrs, others, misroutes []string
 }
 
 // check counts, for every pushed message, the sends to its chat whose text
-// is "echo: <text>", and checks per-chat order by first answers. failedIDs
-// holds the (chat, message_id) pairs of "marked failed" log lines.
-func check(msgs []pushed, sent []faketelegram.Sent, failed map[[2]int64]bool) tally {
+// is "echo: <text>", and checks per-chat order by first answers. logs name
+// the (chat, message_id) pairs recovery marked failed or left in doubt.
+func check(msgs []pushed, sent []faketelegram.Sent, logs logSummary) tally {
 	var t tally
 	t.messages = len(msgs)
 	byText := map[string]pushed{}
@@ -254,9 +258,12 @@ func check(msgs []pushed, sent []faketelegram.Sent, failed map[[2]int64]bool) ta
 			t.answered++
 			t.duplicated++
 			t.dupes = append(t.dupes, fmt.Sprintf("%s ×%d", p.text, n))
-		case failed[[2]int64{int64(p.chat), p.msgID}]:
+		case logs.failed[[2]int64{int64(p.chat), p.msgID}]:
 			t.failedLogged++
 			t.failed = append(t.failed, p.text)
+		case logs.inDoubt[[2]int64{int64(p.chat), p.msgID}]:
+			t.inDoubt++
+			t.doubted = append(t.doubted, p.text)
 		default:
 			t.lost++
 			t.losses = append(t.losses, p.text)
@@ -266,17 +273,18 @@ func check(msgs []pushed, sent []faketelegram.Sent, failed map[[2]int64]bool) ta
 }
 
 // logSummary reads the JSON log lines of ship's runs: the (chat,
-// message_id) of every "marked failed" line, and how often each warning or
-// error message appeared.
+// message_id) of every "marked failed" and "a reply may have gone out"
+// line, and how often each warning or error message appeared.
 type logSummary struct {
 	failed       map[[2]int64]bool
+	inDoubt      map[[2]int64]bool
 	failedLines  []string
 	unattributed int
 	counts       map[string]int // "level: message" → lines
 }
 
 func readLogs(stderrs []string, msgs []pushed) logSummary {
-	s := logSummary{failed: map[[2]int64]bool{}, counts: map[string]int{}}
+	s := logSummary{failed: map[[2]int64]bool{}, inDoubt: map[[2]int64]bool{}, counts: map[string]int{}}
 	byText := map[string]pushed{}
 	for _, p := range msgs {
 		byText[p.text] = p
@@ -291,6 +299,12 @@ func readLogs(stderrs []string, msgs []pushed) logSummary {
 			msg, _ := rec["message"].(string)
 			if level == "warn" || level == "error" || level == "fatal" || level == "panic" {
 				s.counts[level+": "+msg]++
+			}
+			if strings.Contains(msg, "a reply may have gone out") {
+				if key, ok := failedKey(rec, byText); ok {
+					s.inDoubt[key] = true
+				}
+				continue
 			}
 			if !strings.Contains(strings.ToLower(line), "marked failed") {
 				continue
