@@ -1,4 +1,14 @@
-package cluster
+// Package natsserver runs a replica's in-process NATS server
+// (nats-server/v2 with JetStream) for cluster.nats.embedded.
+//
+// It is a package of its own, handed to runtime/cluster as a
+// cluster.StartServerFunc, because linking nats-server costs every ship
+// process, cluster or not, about 2.8 MiB of idle RSS and 13 MB of binary
+// (its packages' init functions and the runtime's start-up walk touch
+// pages all over the bigger binary; see BENCHMARKS.md). The default ship
+// binary therefore leaves it out; `go build -tags embeddednats ./cmd/ship`
+// links it in.
+package natsserver
 
 import (
 	"fmt"
@@ -11,8 +21,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Embedded is the in-process NATS server of one replica.
-type Embedded struct {
+// Config is the server's part of cluster.nats.embedded. Its fields match
+// cluster.Embedded's one for one, so one converts to the other.
+type Config struct {
 	Listen   string   // client address ("" → no client port)
 	Cluster  string   // route address ("" → not routed)
 	Routes   []string // peers' route URLs
@@ -26,35 +37,42 @@ type Embedded struct {
 // clusterName is the NATS cluster the embedded servers form.
 const clusterName = "ship"
 
-func startEmbedded(opts Options, log zerolog.Logger) (*server.Server, error) {
-	e := opts.Embedded
+// readyBudget is how long Start waits for the server to take connections.
+const readyBudget = 30 * time.Second
+
+// Server is a running embedded NATS server.
+type Server struct{ s *server.Server }
+
+// Start runs the server of replica name (its NATS server name), requiring
+// token from clients when it is not empty, and waits until it is ready.
+func Start(name, token string, cfg Config, log zerolog.Logger) (*Server, error) {
 	so := &server.Options{
-		ServerName: opts.Replica,
+		ServerName: name,
 		JetStream:  true,
-		StoreDir:   e.StoreDir,
+		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
 		// Ship's own health comes first: a JetStream that would take
 		// more than this machine has is refused at start, not later.
 		JetStreamMaxMemory: 256 << 20,
-		Authorization:      opts.Token,
-		SyncAlways:         e.SyncAlways,
+		Authorization:      token,
+		SyncAlways:         cfg.SyncAlways,
 	}
-	if e.Listen == "" {
+	if cfg.Listen == "" {
 		so.DontListen = true
 	} else {
-		host, port, err := splitAddr(e.Listen)
+		host, port, err := splitAddr(cfg.Listen)
 		if err != nil {
 			return nil, fmt.Errorf("cluster.nats.embedded.listen: %w", err)
 		}
 		so.Host, so.Port = host, port
 	}
-	if e.Cluster != "" {
-		host, port, err := splitAddr(e.Cluster)
+	if cfg.Cluster != "" {
+		host, port, err := splitAddr(cfg.Cluster)
 		if err != nil {
 			return nil, fmt.Errorf("cluster.nats.embedded.cluster: %w", err)
 		}
 		so.Cluster = server.ClusterOpts{Name: clusterName, Host: host, Port: port}
-		for _, r := range e.Routes {
+		for _, r := range cfg.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
 				return nil, fmt.Errorf("cluster.nats.embedded.routes: %w", err)
@@ -68,11 +86,24 @@ func startEmbedded(opts Options, log zerolog.Logger) (*server.Server, error) {
 	}
 	srv.SetLoggerV2(natsLogger{log.With().Str("component", "nats").Logger()}, false, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
+	if !srv.ReadyForConnections(readyBudget) {
 		srv.Shutdown()
-		return nil, fmt.Errorf("starting the embedded NATS server: not ready after 30 s (is %s or %s taken?)", e.Listen, e.Cluster)
+		return nil, fmt.Errorf("starting the embedded NATS server: not ready after %s (is %s or %s taken?)", readyBudget, cfg.Listen, cfg.Cluster)
 	}
-	return srv, nil
+	return &Server{s: srv}, nil
+}
+
+// InProcessConn is a client connection that does not go through the
+// network (nats.InProcessServer).
+func (s *Server) InProcessConn() (net.Conn, error) { return s.s.InProcessConn() }
+
+// ClientURL is the server's client URL, for other replicas' tools.
+func (s *Server) ClientURL() string { return s.s.ClientURL() }
+
+// Shutdown stops the server and waits until it has stopped.
+func (s *Server) Shutdown() {
+	s.s.Shutdown()
+	s.s.WaitForShutdown()
 }
 
 func splitAddr(addr string) (string, int, error) {
