@@ -52,14 +52,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildShip builds the package in the working folder (cmd/ship) into dir.
+// buildShip builds the package in the working folder (cmd/ship) into dir,
+// with the embedded NATS server (-tags embeddednats) so that the cluster
+// tests can run replicas with cluster.nats.embedded; what the default
+// binary does instead is tested in natsserver_off_test.go.
 func buildShip(dir string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "ship")
-	args := []string{"build", "-o", bin}
+	args := []string{"build", "-tags", "embeddednats", "-o", bin}
 	if info, ok := debug.ReadBuildInfo(); ok && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
 		args = append(args, "-race")
 	}

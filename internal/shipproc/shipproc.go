@@ -158,10 +158,19 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Build builds ./cmd/ship into dir and returns the binary's path.
-func Build(ctx context.Context, dir string) (string, error) {
+// EmbeddedNATS is the build tag that links the embedded NATS server into
+// ship (cluster.nats.embedded); the default binary leaves it out.
+const EmbeddedNATS = "embeddednats"
+
+// Build builds ./cmd/ship into dir with the given build tags (none: the
+// default binary, as a user builds it) and returns the binary's path.
+func Build(ctx context.Context, dir string, tags ...string) (string, error) {
 	bin := filepath.Join(dir, "ship")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/shipmyagent/ship/cmd/ship").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	out, err := exec.CommandContext(ctx, "go", append(args, "github.com/shipmyagent/ship/cmd/ship")...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building ship (run from the module, or pass -bin): %w\n%s", err, out)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -58,8 +57,9 @@ type EmbeddedNATS struct {
 // On reports whether ship runs as a replica of a cluster.
 func (c ClusterConfig) On() bool { return c.NATS.URL != "" || c.NATS.Embedded != nil }
 
-// replicaName keeps names usable as NATS server names and KV keys.
-var replicaName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// maxReplicaName keeps names usable as NATS server names and KV keys
+// (with isName's characters).
+const maxReplicaName = 64
 
 func applyClusterEnv(cfg *Config, lookup LookupEnv) {
 	if v, ok := lookup("SHIP_NATS_URL"); ok && v != "" {
@@ -116,7 +116,7 @@ func (c ClusterConfig) validate() error {
 	if c.NATS.URL != "" && c.NATS.Embedded != nil {
 		return fmt.Errorf("%w: cluster.nats: set url (an external NATS) or embedded (a server inside ship), not both", ErrInvalid)
 	}
-	if !replicaName.MatchString(c.Replica) {
+	if !isName(c.Replica, maxReplicaName) {
 		return fmt.Errorf("%w: cluster.replica (SHIP_REPLICA) %q must be 1-64 letters, digits, '-' or '_'", ErrInvalid, c.Replica)
 	}
 	if c.Partitions < 1 || c.Partitions > 1024 {
@@ -177,4 +177,20 @@ func RedactNATSURL(servers string) string {
 		parts[i] = s
 	}
 	return strings.Join(parts, ",")
+}
+
+// isName reports whether s is 1 to max ASCII letters, digits, '_' or '-'.
+// (A package-level regexp for this cost 30 KB of heap at every start:
+// "{1,64}" compiles to 64 copies of the class.)
+func isName(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

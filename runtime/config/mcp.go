@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -36,10 +35,10 @@ const DefaultMCPCallTimeout = 60 * time.Second
 // maxMCPTimeoutSeconds keeps a call inside the default run timeout.
 const maxMCPTimeoutSeconds = 600
 
-// mcpServerName is what a server may be called: it becomes part of tool
-// names ("mcp.<server>.<tool>" for the policy, "mcp__<server>__<tool>" for
-// the model), which allow only these characters.
-var mcpServerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+// maxMCPServerName is how long a server's name may be; it becomes part of
+// tool names ("mcp.<server>.<tool>" for the policy, "mcp__<server>__<tool>"
+// for the model), which allow only isName's characters.
+const maxMCPServerName = 32
 
 // CallTimeout is how long one tool call of the server may take.
 func (s MCPServer) CallTimeout() time.Duration {
@@ -76,7 +75,7 @@ func (c MCPConfig) Validate() error {
 
 func (s MCPServer) validate(name string) error {
 	where := fmt.Sprintf("mcp.servers.%q", name)
-	if !mcpServerName.MatchString(name) {
+	if !isName(name, maxMCPServerName) {
 		return fmt.Errorf("%w: %s: a server name is 1 to 32 letters, digits, _ or -", ErrInvalid, where)
 	}
 	switch {
