@@ -53,16 +53,16 @@ func TestMain(m *testing.M) {
 }
 
 // buildShip builds the package in the working folder (cmd/ship) into dir,
-// with the embedded NATS server (-tags embeddednats) so that the cluster
-// tests can run replicas with cluster.nats.embedded; what the default
-// binary does instead is tested in natsserver_off_test.go.
+// with cluster mode (-tags cluster) so that the cluster tests can run
+// replicas and ship export; what the default binary does instead is
+// tested in cluster_off_test.go.
 func buildShip(dir string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "ship")
-	args := []string{"build", "-tags", "embeddednats", "-o", bin}
+	args := []string{"build", "-tags", "cluster", "-o", bin}
 	if info, ok := debug.ReadBuildInfo(); ok && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
 		args = append(args, "-race")
 	}

@@ -158,9 +158,9 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// EmbeddedNATS is the build tag that links the embedded NATS server into
-// ship (cluster.nats.embedded); the default binary leaves it out.
-const EmbeddedNATS = "embeddednats"
+// ClusterTag is the build tag that compiles cluster mode (NATS JetStream)
+// into ship; the default binary leaves it out.
+const ClusterTag = "cluster"
 
 // Build builds ./cmd/ship into dir with the given build tags (none: the
 // default binary, as a user builds it) and returns the binary's path.

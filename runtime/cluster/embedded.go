@@ -41,4 +41,4 @@ type StartServerFunc func(name, token string, e Embedded, log zerolog.Logger) (S
 // ErrNoEmbeddedServer is Start's error for Options.Embedded without
 // Options.StartServer: the binary was built without the embedded server.
 var ErrNoEmbeddedServer = errors.New("this ship binary was built without the embedded NATS server " +
-	"(cluster.nats.embedded): build it with `go build -tags embeddednats ./cmd/ship`, or set cluster.nats.url to an external NATS")
+	"(cluster.nats.embedded): build it with `go build -tags cluster ./cmd/ship`, or set cluster.nats.url to an external NATS")

@@ -13,7 +13,7 @@ import (
 )
 
 // startServer runs the real embedded server, as a ship binary built with
-// -tags embeddednats does.
+// -tags cluster does.
 func startServer(name, token string, e Embedded, log zerolog.Logger) (Server, error) {
 	s, err := natsserver.Start(name, token, natsserver.Config(e), log)
 	if err != nil {
@@ -29,7 +29,7 @@ func TestEmbeddedWithoutTheServerBuiltInFailsClearly(t *testing.T) {
 	if !errors.Is(err, ErrNoEmbeddedServer) {
 		t.Fatalf("Start = %v, want ErrNoEmbeddedServer", err)
 	}
-	for _, want := range []string{"-tags embeddednats", "cluster.nats.url"} {
+	for _, want := range []string{"-tags cluster", "cluster.nats.url"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

@@ -6,7 +6,7 @@
 // process, cluster or not, about 2.8 MiB of idle RSS and 13 MB of binary
 // (its packages' init functions and the runtime's start-up walk touch
 // pages all over the bigger binary; see BENCHMARKS.md). The default ship
-// binary therefore leaves it out; `go build -tags embeddednats ./cmd/ship`
+// binary therefore leaves cluster mode out; `go build -tags cluster ./cmd/ship`
 // links it in.
 package natsserver
 
