@@ -196,6 +196,9 @@ func retry(ctx context.Context, log zerolog.Logger, doing string, fn func(ctx co
 		if p, ok := err.(permanent); ok {
 			return p.error
 		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return fmt.Errorf("%s: %w", doing, err) // closed by us: shutting down
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", doing, err)
 		}
