@@ -24,6 +24,11 @@ type Adapter interface {
 	// adapter started has ended. An error means the adapter gave up (a bad
 	// token, say).
 	Run(ctx context.Context) error
+	// GateConnection makes Run hold the platform's single long connection
+	// only when g lets it (cluster mode: one replica at a time), while the
+	// rest of Run (sending, webhooks, background work) goes on regardless.
+	// Call it before Run; nil (the default) connects at once.
+	GateConnection(g Gate)
 	// Status reports the adapter's state for /api/status.
 	Status() Status
 	// SendText delivers text into the chat of req (a reply to its message
@@ -66,7 +71,7 @@ type (
 // Status is an adapter's state as /api/status shows it.
 type Status struct {
 	Name   string `json:"name"`
-	State  string `json:"state"` // starting | running | reconnecting | stopped | failed | unavailable
+	State  string `json:"state"` // starting | running | reconnecting | standby | stopped | failed | unavailable
 	Detail string `json:"detail,omitempty"`
 }
 

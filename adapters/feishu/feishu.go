@@ -118,6 +118,9 @@ type Adapter struct {
 	allowC  adapters.Allowlist[string]
 	allowU  adapters.Allowlist[string]
 	typing  typingBook // typing.go
+	// gate, when set, decides when this process holds the websocket
+	// (cluster mode).
+	gate adapters.Gate
 
 	mu     sync.RWMutex
 	botID  string // the bot's open_id, once known
@@ -246,8 +249,14 @@ func (a *Adapter) Name() string { return chat.ChannelFeishu }
 // Status reports the adapter's state.
 func (a *Adapter) Status() adapters.Status { return a.status.Get() }
 
+// GateConnection makes Run hold the websocket only while g lets it; sends
+// and the webhook (webhook mode) are not gated. Call it before Run.
+func (a *Adapter) GateConnection(g adapters.Gate) { a.gate = g }
+
 // Run learns the bot's open_id, then receives events until ctx ends: over
-// the websocket, or (webhook mode) through ServeHTTP while it waits.
+// the websocket, whenever the gate lets it, or (webhook mode) through
+// ServeHTTP while it waits. It keeps serving sends and background work all
+// along.
 func (a *Adapter) Run(ctx context.Context) error {
 	defer a.stop()
 	botID, err := a.identify(ctx)
@@ -269,12 +278,14 @@ func (a *Adapter) Run(ctx context.Context) error {
 		a.status.Set(chat.ChannelFeishu, "stopped", "")
 		return nil
 	}
-	return a.runWebsocket(ctx)
+	return a.gate.Hold(ctx, chat.ChannelFeishu, &a.status, a.runWebsocket)
 }
 
 // runWebsocket holds the long connection; the SDK reconnects on its own and
-// its Start returns when ctx ends.
+// its Start returns when ctx ends. Each call dials afresh, so the gate may
+// call it again after it returned.
 func (a *Adapter) runWebsocket(ctx context.Context) error {
+	a.status.Set(chat.ChannelFeishu, "starting", "connecting the websocket")
 	ws := larkws.NewClient(a.opts.AppID, a.opts.AppSecret,
 		larkws.WithDomain(a.domain),
 		larkws.WithEventHandler(a.events),

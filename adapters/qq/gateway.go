@@ -35,8 +35,11 @@ const keepConns = 2
 // websocket client does the protocol (Identify/Resume, heartbeats, parsing);
 // this loop reconnects after a drop with backoff, resumes the session when
 // it has one, and stops the client when ctx ends. botgo's SessionManager is
-// not used: it blocks forever and cannot be stopped.
+// not used: it blocks forever and cannot be stopped. The gate may call it
+// again after it returned: it resumes the session it had if QQ still keeps
+// it, and identifies afresh otherwise.
 func (a *Adapter) runGateway(ctx context.Context) error {
+	a.status.Set(chat.ChannelQQ, "starting", "connecting to the gateway")
 	url := ""
 	failures := 0
 	for ctx.Err() == nil {

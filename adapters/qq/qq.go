@@ -117,6 +117,10 @@ type Adapter struct {
 	apiMu sync.Mutex // botgo's openapi client is not safe for concurrent calls
 	api   openapi.OpenAPI
 
+	// gate, when set, decides when this process holds the gateway
+	// connection (cluster mode).
+	gate adapters.Gate
+
 	// workers owns the goroutines besides Run (notes, busy timers, the
 	// token refresher); intake is the handler tail every event ends in.
 	workers *adapters.Workers
@@ -237,8 +241,15 @@ func (a *Adapter) Name() string { return chat.ChannelQQ }
 // Status reports the adapter's state.
 func (a *Adapter) Status() adapters.Status { return a.status.Get() }
 
+// GateConnection makes Run hold the gateway connection only while g lets
+// it; the access token, sends and the webhook (webhook mode) are not gated.
+// Call it before Run.
+func (a *Adapter) GateConnection(g adapters.Gate) { a.gate = g }
+
 // Run gets an access token, then receives events until ctx ends: over the
-// gateway websocket, or (webhook mode) through ServeHTTP while it waits.
+// gateway websocket, whenever the gate lets it, or (webhook mode) through
+// ServeHTTP while it waits. It keeps the token fresh and serves sends and
+// background work all along.
 // It returns nil on ctx's end, and an error only when QQ refuses the bot for
 // good (bad credentials, bot banned, intents not allowed).
 func (a *Adapter) Run(ctx context.Context) (err error) {
@@ -286,7 +297,7 @@ func (a *Adapter) Run(ctx context.Context) (err error) {
 		<-ctx.Done()
 		return nil
 	}
-	return a.runGateway(ctx)
+	return a.gate.Hold(ctx, chat.ChannelQQ, &a.status, a.runGateway)
 }
 
 // running returns Run's context while Run runs.

@@ -31,7 +31,10 @@ const allowedUpdates = `["message","callback_query"]`
 // poll runs the long-polling loop until ctx ends. The offset is saved only
 // after every update of a batch is in the ChatStore, so a crash re-delivers
 // at most that batch, and AcceptOnce recognises what it had already taken.
+// The gate may call it again after it returned: it starts from the saved
+// offset each time (shared by the replicas in cluster mode).
 func (a *Adapter) poll(ctx context.Context) error {
+	a.status.Set(chat.ChannelTelegram, "starting", "starting the long poll")
 	if _, err := a.api.call(ctx, "deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
 		a.log.Warn().Err(err).Msg("telegram deleteWebhook failed; getUpdates may be refused while a webhook is set")
 	}

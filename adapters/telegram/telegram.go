@@ -77,6 +77,8 @@ type Adapter struct {
 	sender *sender
 	// offsets, when set, keeps the update offset instead of CacheDir.
 	offsets OffsetStore
+	// gate, when set, decides when this process long-polls (cluster mode).
+	gate adapters.Gate
 	// workers owns the goroutines besides Run (notes, busy timers); intake
 	// is the handler tail every update ends in.
 	workers *adapters.Workers
@@ -171,7 +173,13 @@ func (a *Adapter) Name() string { return chat.ChannelTelegram }
 // Status reports the adapter's state.
 func (a *Adapter) Status() adapters.Status { return a.status.Get() }
 
-// Run learns the bot's identity, then receives updates until ctx ends.
+// GateConnection makes Run long-poll only while g lets it; sends and the
+// webhook (webhook mode) are not gated. Call it before Run.
+func (a *Adapter) GateConnection(g adapters.Gate) { a.gate = g }
+
+// Run learns the bot's identity, then receives updates until ctx ends: by
+// long polling, whenever the gate lets it, or through ServeHTTP (webhook
+// mode). It keeps serving sends and background work all along.
 func (a *Adapter) Run(ctx context.Context) error {
 	defer a.workers.Stop()
 	bot, err := a.identify(ctx)
@@ -188,7 +196,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if a.opts.Mode == ModeWebhook {
 		return a.runWebhook(ctx)
 	}
-	return a.poll(ctx)
+	return a.gate.Hold(ctx, chat.ChannelTelegram, &a.status, a.poll)
 }
 
 // identify calls getMe, retrying network trouble; a rejected token is final.

@@ -117,6 +117,16 @@ func (r *replica) hold(ctx context.Context, name string, fn func(context.Context
 	return r.node.Hold(ctx, name, fn)
 }
 
+// gate is what the platform adapters hold their single connection under:
+// the connection's lease (hold). Alone, nil: an adapter connects at once
+// and never shows itself on standby.
+func (r *replica) gate() adapters.Gate {
+	if r == nil {
+		return nil
+	}
+	return r.hold
+}
+
 // prepare points the platforms' resume state at the cluster.
 func (r *replica) prepare(list []adapters.Adapter) {
 	if r == nil {

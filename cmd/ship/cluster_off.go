@@ -36,6 +36,7 @@ func joinCluster(_ context.Context, cfg config.Config, _ zerolog.Logger) (*repli
 func (*replica) engineOptions(o engine.Options) engine.Options { return o }
 func (*replica) start(*engine.Engine, int) error               { return nil }
 func (*replica) prepare([]adapters.Adapter)                    {}
+func (*replica) gate() adapters.Gate                           { return nil }
 func (*replica) status() func(context.Context) any             { return nil }
 func (*replica) stopTaking()                                   {}
 func (*replica) leave()                                        {}

@@ -62,16 +62,18 @@ func newAdapters(cfg config.Config, eng *engine.Engine, log zerolog.Logger) ([]a
 // runAdapters runs each adapter until ctx ends; the returned channel closes
 // when all have returned. An adapter that gives up is logged; ship keeps
 // serving the others and the API.
-// In cluster mode each runs only on the replica holding its connection's
-// lease.
+// Every replica runs every adapter (sends, webhooks, typing, token
+// refresh); in cluster mode only its single long connection waits for the
+// connection's lease (rep.gate).
 func runAdapters(ctx context.Context, list []adapters.Adapter, rep *replica, log zerolog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, a := range list {
+		a.GateConnection(rep.gate())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := rep.hold(ctx, a.Name(), a.Run); err != nil {
+			if err := a.Run(ctx); err != nil {
 				log.Error().Err(err).Str("channel", a.Name()).Msg("adapter stopped")
 			}
 		}()

@@ -157,6 +157,19 @@ func (c ClusterConfig) validate() error {
 	return nil
 }
 
+// validateClusterWebhooks refuses a Telegram webhook without a fixed
+// secret in cluster mode: every replica serves the webhook, and a secret
+// made up at each start would be another per replica, so every replica but
+// the last to call setWebhook would refuse Telegram's calls.
+func (c Config) validateClusterWebhooks() error {
+	tg := c.Adapters.Telegram
+	if c.Cluster.On() && tg.On() && tg.Mode == "webhook" && tg.WebhookSecret == "" {
+		return fmt.Errorf("%w: adapters.telegram.webhookSecret (TELEGRAM_WEBHOOK_SECRET) is required in cluster mode: "+
+			"every replica takes Telegram's webhook calls and must check the same secret", ErrInvalid)
+	}
+	return nil
+}
+
 // RedactNATSURL shows NATS server URLs ("nats://a:4222,nats://b:4222")
 // without their passwords or tokens, for errors and output.
 func RedactNATSURL(servers string) string {

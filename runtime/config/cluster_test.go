@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -21,5 +22,22 @@ func TestReplicaNamesAreLettersDigitsDashAndUnderscore(t *testing.T) {
 		if !ok && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cluster.replica")) {
 			t.Errorf("replica %q: err = %v, want one naming cluster.replica", name, err)
 		}
+	}
+}
+
+func TestClusterTelegramWebhookNeedsAFixedSecret(t *testing.T) {
+	const base = `"cluster": {"replica": "r1", "nats": {"url": "nats://127.0.0.1:4222"}}`
+	tg := `"adapters": {"telegram": {"botToken": "1:x", "mode": "webhook", "webhookUrl": "https://bot.example.com"%s}}`
+	dir := t.TempDir()
+	write(t, dir, FileName, `{`+base+`, `+fmt.Sprintf(tg, "")+`}`)
+	if _, err := Load(dir, envOf(nil)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "webhookSecret") {
+		t.Errorf("cluster + telegram webhook without a secret: err = %v, want one naming webhookSecret", err)
+	}
+	if _, err := Load(dir, envOf(map[string]string{"TELEGRAM_WEBHOOK_SECRET": "s3cret-s3cret"})); err != nil {
+		t.Errorf("with TELEGRAM_WEBHOOK_SECRET: %v", err)
+	}
+	write(t, dir, FileName, `{`+fmt.Sprintf(tg, "")+`}`)
+	if _, err := Load(dir, envOf(nil)); err != nil {
+		t.Errorf("a process on its own makes a secret up: %v", err)
 	}
 }

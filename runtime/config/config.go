@@ -118,7 +118,8 @@ type TelegramConfig struct {
 	// https://bot.example.com (ship serves POST /webhook/telegram on it).
 	WebhookURL string `json:"webhookUrl,omitempty"`
 	// WebhookSecret is checked on every webhook request; empty means a new
-	// random one at each start (setWebhook tells Telegram).
+	// random one at each start (setWebhook tells Telegram). Cluster mode
+	// needs it set: every replica checks the same one.
 	WebhookSecret string `json:"webhookSecret,omitempty"`
 	// RequireMention (default true): in groups, answer only when mentioned,
 	// replied to, or sent a /command.
@@ -442,6 +443,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Cluster.validate(); err != nil {
+		return err
+	}
+	if err := c.validateClusterWebhooks(); err != nil {
 		return err
 	}
 	if c.Queue.Concurrency > 64 {

@@ -1,0 +1,148 @@
+package telegram_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/telegram"
+	"github.com/shipmyagent/ship/internal/adaptertest"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/ingress"
+)
+
+// In cluster mode one replica long-polls (it holds the connection's lease)
+// while every replica runs turns: these tests give the adapter a gate in
+// place of the lease.
+
+// arriveElsewhere hands the engine a private message as the replica that
+// polled it would: the turn runs here and its reply goes out through this
+// adapter.
+func (e *env) arriveElsewhere(chatID int64, messageID int, text string) {
+	e.t.Helper()
+	id := strconv.FormatInt(chatID, 10)
+	_, err := e.engine.Accept(e.ctx(), ingress.Submission{
+		Channel: chat.ChannelTelegram, ChatKey: "telegram:chat:" + id,
+		Message: ingress.IncomingChatMessage{ChatID: id, ChatType: "private", MessageID: strconv.Itoa(messageID),
+			UserID: id, Username: "ann", Text: text},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// typed reports whether "typing…" was shown in chatID.
+func (e *env) typed(chatID int64) bool {
+	for _, a := range e.tg.ChatActions() {
+		if a.ChatID == chatID && a.Action == "typing" {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *env) waitStandby() {
+	e.t.Helper()
+	adaptertest.WaitFor(e.t, "the adapter on standby", func() bool {
+		st := e.adapter.Status()
+		return st.State == adapters.StateStandby && st.Detail == adapters.StandbyDetail
+	})
+}
+
+func TestStandbyAnswersAndTypesWithoutPolling(t *testing.T) {
+	gate := adaptertest.NewGate() // never opened: another replica polls
+	e := newEnv(t, setup{noStart: true, opts: func(o *telegram.Options) { o.Streaming = true }})
+	e.adapter.GateConnection(gate.Hold)
+	e.start()
+	e.waitStandby()
+
+	e.arriveElsewhere(42, 7, "hello from the poller")
+	if s := e.waitSent(1)[0]; s.ChatID != 42 || s.Text != "echo: hello from the poller" {
+		t.Fatalf("the standby sent %+v", s)
+	}
+	if !e.typed(42) {
+		t.Error("the standby showed no typing while the turn ran")
+	}
+	if n := e.tg.Calls("getUpdates"); n != 0 {
+		t.Errorf("the standby called getUpdates %d times: two replicas would poll", n)
+	}
+	if calls, _ := gate.Counts(); calls != 0 {
+		t.Errorf("connect ran %d times behind a shut gate", calls)
+	}
+	if st := e.adapter.Status(); st.State != adapters.StateStandby {
+		t.Errorf("status %+v after the reply, want standby", st)
+	}
+}
+
+// Webhook mode is not gated: every replica takes Telegram's calls.
+func TestWebhookIsServedOnAStandby(t *testing.T) {
+	gate := adaptertest.NewGate()
+	srv, route := newWebhookServer(t)
+	e := newEnv(t, setup{mode: telegram.ModeWebhook, noStart: true, opts: func(o *telegram.Options) {
+		o.WebhookSecret = "s3cret-s3cret"
+		o.WebhookURL = srv.URL
+	}})
+	e.adapter.GateConnection(gate.Hold)
+	route(e.adapter)
+	e.start()
+	waitWebhook(t, e.tg)
+	if status, err := e.tg.DeliverWebhook(e.ctx(), e.tg.PrivateText(43, "bob", "via the webhook")); err != nil || status != http.StatusOK {
+		t.Fatalf("webhook delivery: %d %v", status, err)
+	}
+	if s := e.waitSent(1)[0]; s.ChatID != 43 || s.Text != "echo: via the webhook" {
+		t.Fatalf("sent %+v", s)
+	}
+	if st := e.adapter.Status(); st.State != "running" {
+		t.Errorf("status %+v, want running (the webhook needs no lease)", st)
+	}
+	if calls, _ := gate.Counts(); calls != 0 {
+		t.Errorf("webhook mode asked the gate %d times", calls)
+	}
+}
+
+// The lease is won, lost and won again: polling stops and resumes from the
+// saved offset, and in between the replica still answers and types.
+func TestPollingStopsAndResumesWithTheGate(t *testing.T) {
+	gate := adaptertest.NewGate()
+	e := newEnv(t, setup{noStart: true, opts: func(o *telegram.Options) { o.Streaming = true }})
+	e.adapter.GateConnection(gate.Hold)
+	e.start()
+	e.waitStandby()
+
+	gate.Open()
+	e.tg.Push(e.tg.PrivateText(42, "ann", "first"))
+	if s := e.waitSent(1)[0]; s.Text != "echo: first" {
+		t.Fatalf("sent %+v", s)
+	}
+	if st := e.adapter.Status(); st.State != "running" {
+		t.Errorf("status %+v while holding the connection, want running", st)
+	}
+
+	gate.Shut()
+	gate.WaitReturned(t, 1)
+	e.waitStandby()
+	// Lost the lease, the replica still runs the turns it is handed.
+	e.arriveElsewhere(44, 9, "taken by the new poller")
+	if s := e.waitSent(2)[1]; s.ChatID != 44 || s.Text != "echo: taken by the new poller" {
+		t.Fatalf("after losing the lease the replica sent %+v", s)
+	}
+	if !e.typed(44) {
+		t.Error("after losing the lease the replica showed no typing")
+	}
+
+	// Sent while nobody polls here; it waits at Telegram.
+	e.tg.Push(e.tg.PrivateText(42, "ann", "second"))
+	gate.Open()
+	if s := e.waitSent(3)[2]; s.Text != "echo: second" {
+		t.Fatalf("after the lease came back the bot sent %+v", s)
+	}
+	e.idle()
+	if n := len(e.tg.Sent()); n != 3 {
+		t.Errorf("%d messages sent, want 3: the first was polled again", n)
+	}
+	if calls, _ := gate.Counts(); calls != 2 {
+		t.Errorf("connect called %d times, want 2", calls)
+	}
+	adaptertest.WaitFor(t, "the adapter running again", func() bool { return e.adapter.Status().State == "running" })
+}
