@@ -25,6 +25,10 @@ type gatewayState struct {
 	conns     map[*dto.Session]string // botgo connection → QQ session it carries
 	order     []*dto.Session          // connections, oldest first
 	ready     *dto.Session            // the connection that last got READY/RESUMED
+	// live is true while runGateway runs. A READY or RESUMED that botgo
+	// delivers after it returned (the gate took the connection back, or
+	// Run stops) must not mark the adapter running again.
+	live bool
 }
 
 // keepConns is how many past connections keep routing events: a dropped
@@ -39,6 +43,14 @@ const keepConns = 2
 // again after it returned: it resumes the session it had if QQ still keeps
 // it, and identifies afresh otherwise.
 func (a *Adapter) runGateway(ctx context.Context) error {
+	a.mu.Lock()
+	a.gw.live = true
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.gw.live = false
+		a.mu.Unlock()
+	}()
 	a.status.Set(chat.ChannelQQ, "starting", "connecting to the gateway")
 	url := ""
 	failures := 0
@@ -246,8 +258,11 @@ func (a *Adapter) onReady(p *dto.WSPayload, d *dto.WSReadyData) {
 	a.gw.conns[p.Session] = d.SessionID
 	a.gw.sessionID, a.gw.seq, a.gw.ready = d.SessionID, p.Seq, p.Session
 	a.botID = d.User.ID
+	// Set under mu, so that it comes before runGateway's end or not at all.
+	if a.gw.live {
+		a.status.Set(chat.ChannelQQ, "running", "gateway session ready")
+	}
 	a.mu.Unlock()
-	a.status.Set(chat.ChannelQQ, "running", "gateway session ready")
 	a.log.Info().Str("session", d.SessionID).Str("botId", d.User.ID).Str("bot", d.User.Username).
 		Msg("qq gateway session ready")
 }
@@ -262,8 +277,10 @@ func (a *Adapter) onOther(p *dto.WSPayload) {
 	a.mu.Lock()
 	a.gw.ready = p.Session
 	sid := a.gw.sessionID
+	if a.gw.live {
+		a.status.Set(chat.ChannelQQ, "running", "gateway session resumed")
+	}
 	a.mu.Unlock()
-	a.status.Set(chat.ChannelQQ, "running", "gateway session resumed")
 	a.log.Info().Str("session", sid).Msg("qq gateway session resumed")
 }
 
