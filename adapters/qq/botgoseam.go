@@ -112,10 +112,14 @@ func acquireBotgo(a *Adapter, d domains) (release func(), err error) {
 		return nil, fmt.Errorf("qq: another QQ adapter runs in this process with other base URLs (%s, %s); "+
 			"botgo keeps them per process", seam.urls.api, seam.urls.token)
 	}
-	seam.urls = d
-	constant.APIDomain = d.api
-	constant.SandBoxAPIDomain = d.api
-	constant.TokenDomain = d.token // unused: tokens come from token.go
+	if len(seam.running) == 0 {
+		// Written only while no adapter runs: a running one reads them
+		// unlocked inside botgo (and they already hold d).
+		seam.urls = d
+		constant.APIDomain = d.api
+		constant.SandBoxAPIDomain = d.api
+		constant.TokenDomain = d.token // unused: tokens come from token.go
+	}
 	seam.running[a] = true
 	seam.sessions[a.hook] = a
 	return func() {

@@ -52,6 +52,11 @@ func (a *Adapter) runGateway(ctx context.Context) error {
 		a.mu.Unlock()
 	}()
 	a.status.Set(chat.ChannelQQ, "starting", "connecting to the gateway")
+	a.adoptSharedSession(ctx)
+	saving, stopSaving := context.WithCancel(ctx)
+	saved := make(chan struct{})
+	go func() { defer close(saved); a.saveSessions(saving) }()
+	defer func() { stopSaving(); <-saved }()
 	url := ""
 	failures := 0
 	for ctx.Err() == nil {

@@ -120,6 +120,9 @@ type Adapter struct {
 	// gate, when set, decides when this process holds the gateway
 	// connection (cluster mode).
 	gate adapters.Gate
+	// sessions, when set, is where the gateway session is shared with
+	// the other replicas (cluster mode).
+	sessions SessionStore
 
 	// workers owns the goroutines besides Run (notes, busy timers, the
 	// token refresher); intake is the handler tail every event ends in.

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/cluster"
@@ -133,8 +134,11 @@ func (r *replica) prepare(list []adapters.Adapter) {
 		return
 	}
 	for _, a := range list {
-		if tg, ok := a.(*telegram.Adapter); ok {
-			tg.KeepOffsetIn(r.node.Offsets("telegram"))
+		switch a := a.(type) {
+		case *telegram.Adapter:
+			a.KeepOffsetIn(r.node.Offsets("telegram"))
+		case *qq.Adapter:
+			a.KeepSessionIn(r.node.Sessions("qq"))
 		}
 	}
 }
