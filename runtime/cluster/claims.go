@@ -18,6 +18,11 @@ import (
 // died is taken over by the next one that sees the message again.
 type Claims struct{ n *Node }
 
+// staleClaim is how long an open claim (claimed, not yet queued or given
+// back) keeps another replica off the message: longer than claiming,
+// logging and queueing take at their slowest (three hot-path budgets).
+const staleClaim = 3*hotPathBudget + 5*time.Second
+
 // Claims returns the cluster-wide dedupe state.
 func (n *Node) Claims() *Claims { return &Claims{n: n} }
 
@@ -75,18 +80,24 @@ func (c *Claims) claim(ctx context.Context, key string) (bool, error) {
 		// arriving here at the same time is stopped by ingress first.)
 		return true, nil
 	}
-	live, err := c.n.alive(ctx, v.Replica, v.Boot)
-	if err != nil {
-		return false, fmt.Errorf("claiming a message: %w", err)
+	// A claim is settled (taken, or given back) within seconds; one left
+	// open longer was abandoned by a replica that could not settle it
+	// (NATS unreachable at that moment), and would hide the message.
+	if time.Since(time.UnixMilli(v.At)) < staleClaim {
+		live, err := c.n.alive(ctx, v.Replica, v.Boot)
+		if err != nil {
+			return false, fmt.Errorf("claiming a message: %w", err)
+		}
+		if live {
+			return false, nil
+		}
 	}
-	if live {
-		return false, nil
-	}
-	// Its taker died before it was queued: take it over (one replica wins).
+	// Its taker died, or gave up, before it was queued: take it over
+	// (one replica wins).
 	if _, err := c.n.claims.Update(ctx, k, c.value(false), e.Revision()); err != nil {
 		return false, nil
 	}
-	c.n.log.Info().Str("from", v.Replica).Msg("taking over a message whose replica died before queueing it")
+	c.n.log.Info().Str("from", v.Replica).Msg("taking over a message whose claim was left open (its replica died, or gave up, before queueing it)")
 	return true, nil
 }
 

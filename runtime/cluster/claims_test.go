@@ -2,8 +2,15 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 func TestAMessageIsClaimedByOneReplicaAndADeadClaimIsTakenOver(t *testing.T) {
@@ -76,5 +83,67 @@ func TestOneReplicaHoldsAConnectionAndAnotherTakesOver(t *testing.T) {
 	hs, err := b.holders(context.Background(), connLeasePrefix)
 	if err != nil || len(hs) != 1 || hs[0].Holder != "b" || hs[0].Name != "telegram" {
 		t.Fatalf("holders = %+v, %v", hs, err)
+	}
+}
+
+// A claim its live replica never settled (NATS was unreachable when it
+// tried to give it back) must not hide the message for the claims' 24 h:
+// past staleClaim another replica takes it.
+func TestAClaimLeftOpenTooLongIsTakenOver(t *testing.T) {
+	a := startNode(t, "a", nil)
+	b := startNode(t, "b", a)
+	ctx := context.Background()
+	hctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go a.Heartbeat(hctx, Local{})
+	waitFor(t, func() bool { ok, _ := a.alive(ctx, "a", a.boot); return ok })
+
+	key := "telegram:chat:1\x0012"
+	old, _ := json.Marshal(claimValue{Replica: "a", Boot: a.boot, At: time.Now().Add(-staleClaim - time.Second).UnixMilli()})
+	if _, err := a.claims.Put(ctx, claimKey(key), old); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.Claims().Claim(ctx, key); err != nil || !ok {
+		t.Fatalf("b did not take over a claim left open by a live replica: %v %v", ok, err)
+	}
+	fresh := "telegram:chat:1\x0013"
+	if ok, _ := a.Claims().Claim(ctx, fresh); !ok {
+		t.Fatal("a could not claim")
+	}
+	if ok, _ := b.Claims().Claim(ctx, fresh); ok {
+		t.Fatal("b took a claim a had just made")
+	}
+}
+
+// An adapter that loses its connection's lease while a message is half
+// taken (claimed, not yet logged) gives the claim back even though its
+// context has ended, so the next holder, fetching the message again, takes
+// it instead of dropping it as a copy in flight.
+func TestAMessageRefusedByAStoppedCallerIsFreeForTheNextHolder(t *testing.T) {
+	a := startNode(t, "a", nil)
+	b := startNode(t, "b", a)
+	ctx := context.Background()
+	hctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go a.Heartbeat(hctx, Local{}) // a stays alive: its claim would stand
+	waitFor(t, func() bool { ok, _ := a.alive(ctx, "a", a.boot); return ok })
+
+	store, err := chat.OpenStore(chat.StoreOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	in := ingress.New(ingress.Options{Store: store, Shared: a.NewQueue(QueueOptions{Concurrency: 1}), Claims: a.Claims(), Logger: zerolog.Nop()})
+	cctx, lost := context.WithCancel(ctx)
+	msg := ingress.Submission{Channel: "telegram", ChatKey: "telegram:chat:7",
+		Message: ingress.IncomingChatMessage{ChatID: "7", MessageID: "99", UserID: "7", Text: "hello"},
+		// The lease goes while the message is being taken.
+		Prepare: func(context.Context, string) ingress.Prepared { lost(); return ingress.Prepared{Text: "hello"} },
+	}
+	if _, err := in.AcceptOnce(cctx, msg); err == nil {
+		t.Fatal("AcceptOnce succeeded with its context cancelled before logging")
+	}
+	if ok, err := b.Claims().Claim(ctx, "telegram:chat:7\x0099"); err != nil || !ok {
+		t.Fatalf("the next holder could not take the message (%v, %v): it would be dropped as a duplicate", ok, err)
 	}
 }

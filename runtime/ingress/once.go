@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shipmyagent/ship/runtime/chat"
 )
@@ -82,6 +83,9 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	return t, err
 }
 
+// unclaimTimeout bounds settling a claim after the caller's context ended.
+const unclaimTimeout = 5 * time.Second
+
 // claim reserves key cluster-wide (cluster mode); ErrDuplicate when
 // another replica took it.
 func (in *Ingress) claim(ctx context.Context, key string) error {
@@ -98,10 +102,17 @@ func (in *Ingress) claim(ctx context.Context, key string) error {
 	return nil
 }
 
-// unclaim settles a claim: taken for good, or given back.
+// unclaim settles a claim: taken for good, or given back. It outlives
+// ctx: a message refused because its caller stopped (an adapter that lost
+// its connection's lease) must still be given back, or the next holder
+// would take the claim for a copy in flight and drop the message.
 func (in *Ingress) unclaim(ctx context.Context, key string, taken bool) {
+	if in.claims == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unclaimTimeout)
+	defer cancel()
 	switch {
-	case in.claims == nil:
 	case taken:
 		in.claims.Taken(ctx, key)
 	default:
