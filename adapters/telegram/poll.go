@@ -16,6 +16,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 // allowedUpdates are the update kinds ship asks for, in getUpdates and
@@ -82,7 +83,13 @@ func (a *Adapter) poll(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			// The update could not be recorded: do not confirm it, so
 			// Telegram sends it again.
-			a.log.Error().Err(err).Msg("recording a telegram update failed; it will be fetched again")
+			if errors.Is(err, ingress.ErrInFlight) {
+				// Another replica (the last holder of this poll) claimed
+				// it and has not settled it yet: ask again shortly.
+				a.log.Info().Msg("a telegram update is still being taken by another replica; fetching it again")
+			} else {
+				a.log.Error().Err(err).Msg("recording a telegram update failed; it will be fetched again")
+			}
 			if !adapters.SleepCtx(ctx, adapters.Backoff(0)) {
 				break
 			}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
 // Claims makes "seen before" cluster-wide (ingress.Claims): a platform
@@ -50,6 +52,9 @@ func (c *Claims) Claim(ctx context.Context, key string) (bool, error) {
 	err := retryHot(ctx, c.n, "claiming a message", func(ctx context.Context) error {
 		var err error
 		ok, err = c.claim(ctx, key)
+		if errors.Is(err, ingress.ErrInFlight) {
+			return permanent{err} // for the platform to deliver again, not to wait for here
+		}
 		return err
 	})
 	return ok, err
@@ -89,7 +94,7 @@ func (c *Claims) claim(ctx context.Context, key string) (bool, error) {
 			return false, fmt.Errorf("claiming a message: %w", err)
 		}
 		if live {
-			return false, nil
+			return false, ingress.ErrInFlight
 		}
 	}
 	// Its taker died, or gave up, before it was queued: take it over

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,12 +27,14 @@ func TestAMessageIsClaimedByOneReplicaAndADeadClaimIsTakenOver(t *testing.T) {
 	if ok, err := ca.Claim(ctx, "telegram:chat:1\x0010"); err != nil || !ok {
 		t.Fatalf("first claim: %v %v", ok, err)
 	}
-	if ok, _ := cb.Claim(ctx, "telegram:chat:1\x0010"); ok {
-		t.Fatal("b claimed a message a is taking")
+	// In flight on a: the platform must deliver it again later, not
+	// have it confirmed as a duplicate (a may still fail to queue it).
+	if ok, err := cb.Claim(ctx, "telegram:chat:1\x0010"); ok || !errors.Is(err, ingress.ErrInFlight) {
+		t.Fatalf("b's claim of a message a is taking = %v, %v; want ErrInFlight", ok, err)
 	}
 	ca.Taken(ctx, "telegram:chat:1\x0010")
-	if ok, _ := cb.Claim(ctx, "telegram:chat:1\x0010"); ok {
-		t.Fatal("b claimed a message a took")
+	if ok, err := cb.Claim(ctx, "telegram:chat:1\x0010"); ok || err != nil {
+		t.Fatalf("b's claim of a message a took = %v, %v; want false (a duplicate)", ok, err)
 	}
 
 	// a claims another message and dies before queueing it: b takes over.
@@ -110,8 +113,8 @@ func TestAClaimLeftOpenTooLongIsTakenOver(t *testing.T) {
 	if ok, _ := a.Claims().Claim(ctx, fresh); !ok {
 		t.Fatal("a could not claim")
 	}
-	if ok, _ := b.Claims().Claim(ctx, fresh); ok {
-		t.Fatal("b took a claim a had just made")
+	if ok, err := b.Claims().Claim(ctx, fresh); ok || !errors.Is(err, ingress.ErrInFlight) {
+		t.Fatalf("b's claim of a message a had just claimed = %v, %v; want ErrInFlight", ok, err)
 	}
 }
 

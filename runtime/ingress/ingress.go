@@ -102,6 +102,12 @@ type Options struct {
 	Logger zerolog.Logger
 }
 
+// ErrInFlight says another replica claimed the message and has not yet
+// queued it nor given it back: it may still fail to. The platform must
+// deliver it again rather than have it confirmed as a duplicate (a replica
+// that died holding the claim loses it once its heartbeat expires).
+var ErrInFlight = errors.New("message being taken by another replica; deliver it again")
+
 // Shared is a queue that outlives this process and is shared by the
 // replicas of a cluster.
 type Shared interface {
@@ -113,7 +119,8 @@ type Shared interface {
 // Claims keeps which platform messages were taken, across replicas.
 type Claims interface {
 	// Claim reserves key (a chat's message id) for this replica; false
-	// when another live replica holds it or it was taken before.
+	// when it was taken before, and ErrInFlight when another live replica
+	// is taking it right now.
 	Claim(ctx context.Context, key string) (bool, error)
 	// Taken marks a claimed message as handled for good.
 	Taken(ctx context.Context, key string)
