@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/tencent-connect/botgo/dto"
 
@@ -45,10 +46,44 @@ func (a *Adapter) onMessage(p *dto.WSPayload, kind string, m *dto.Message) error
 		}
 	}
 	err := a.handleMessage(ctx, p, kind, m)
+	if errors.Is(err, ingress.ErrInFlight) {
+		// Another replica (the gateway's last holder) claimed it and has
+		// not settled it: QQ will not deliver a gateway event again, so
+		// ask again here until the claim is settled or taken over.
+		a.retryInFlight(p, kind, m, 1)
+		return nil
+	}
 	if err != nil && p.EventID != "" {
 		a.events.Remove(p.EventID)
 	}
 	return err
+}
+
+// inFlightRetry paces the retries of a message another replica is taking;
+// inFlightTries of them outlast a dead replica's claim (its heartbeat
+// expires within 8 s, an abandoned claim within 35 s).
+const (
+	inFlightRetry = 2 * time.Second
+	inFlightTries = 20
+)
+
+// retryInFlight takes the message again after inFlightRetry, in the
+// background, while another replica's claim is unsettled.
+func (a *Adapter) retryInFlight(p *dto.WSPayload, kind string, m *dto.Message, try int) {
+	a.log.Debug().Str("msgId", m.ID).Int("try", try).Msg("a qq message is being taken by another replica; asking again shortly")
+	a.workers.GoAfter(inFlightRetry, func(context.Context) {
+		ctx, ok := a.running()
+		if !ok {
+			return
+		}
+		err := a.handleMessage(ctx, p, kind, m)
+		switch {
+		case errors.Is(err, ingress.ErrInFlight) && try < inFlightTries:
+			a.retryInFlight(p, kind, m, try+1)
+		case err != nil:
+			a.log.Error().Err(err).Str("msgId", m.ID).Msg("a qq message another replica was taking could not be taken here")
+		}
+	})
 }
 
 func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind string, m *dto.Message) error {

@@ -57,6 +57,8 @@ type setup struct {
 	vision  bool
 	stt     bool
 	maxFile int64
+	// engine adjusts the engine's options (cluster claims).
+	engine func(*engine.Options)
 }
 
 // newFake starts a fake QQ. Its heartbeat interval is longer than any test:
@@ -90,7 +92,12 @@ func newEnv(t *testing.T, s setup) *env {
 		e.qq = newFake(t, s.fake)
 	}
 	log := zerolog.New(e.logs)
-	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log, func(o *engine.Options) { o.Vision = s.vision })
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log, func(o *engine.Options) {
+		o.Vision = s.vision
+		if s.engine != nil {
+			s.engine(o)
+		}
+	})
 	md := &adapters.Media{Files: media.NewStore(e.dir, s.maxFile), Log: log}
 	if s.stt {
 		cl, err := stt.New(stt.Config{BaseURL: e.model.BaseURL()})
