@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -142,7 +143,11 @@ func (n *Node) setup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, setupBudget)
 	defer cancel()
 	r := n.opts.Replicas
-	return retry(ctx, n.log, "setting up JetStream", func(ctx context.Context) error {
+	// Each stream and bucket is created on its own, all at once and each
+	// retried alone: on a fresh routed cluster every one waits for its own
+	// leader election (seconds each), and one attempt for all of them in
+	// turn outlasted the attempt's timeout again and again.
+	steps := []func(ctx context.Context) error{func(ctx context.Context) error {
 		var err error
 		n.queue, err = n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:        QueueStream,
@@ -157,19 +162,22 @@ func (n *Node) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", QueueStream, err)
 		}
-		buckets := []struct {
-			dst  *jetstream.KeyValue
-			name string
-			ttl  time.Duration
-			desc string
-		}{
-			{&n.leases, bucketLeases, leaseTTL, "who holds each platform connection and queue partition"},
-			{&n.member, bucketMembers, memberTTL, "the replicas alive now"},
-			{&n.runs, bucketRuns, runStateTTL, "runs begun: attempts, send intents, streamed replies"},
-			{&n.claims, bucketClaims, claimTTL, "platform message ids taken, cluster-wide"},
-			{&n.offs, bucketOffsets, 0, "where each platform connection resumes"},
-		}
-		for _, bk := range buckets {
+		return nil
+	}}
+	buckets := []struct {
+		dst  *jetstream.KeyValue
+		name string
+		ttl  time.Duration
+		desc string
+	}{
+		{&n.leases, bucketLeases, leaseTTL, "who holds each platform connection and queue partition"},
+		{&n.member, bucketMembers, memberTTL, "the replicas alive now"},
+		{&n.runs, bucketRuns, runStateTTL, "runs begun: attempts, send intents, streamed replies"},
+		{&n.claims, bucketClaims, claimTTL, "platform message ids taken, cluster-wide"},
+		{&n.offs, bucketOffsets, 0, "where each platform connection resumes"},
+	}
+	for _, bk := range buckets {
+		steps = append(steps, func(ctx context.Context) error {
 			kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 				Bucket: bk.name, Description: bk.desc, TTL: bk.ttl, History: 1, Replicas: r, Storage: jetstream.FileStorage,
 			})
@@ -177,9 +185,20 @@ func (n *Node) setup(ctx context.Context) error {
 				return fmt.Errorf("bucket %s: %w", bk.name, err)
 			}
 			*bk.dst = kv
-		}
-		return nil
-	})
+			return nil
+		})
+	}
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = retry(ctx, n.log, "setting up JetStream", step)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // retry calls fn until it succeeds or ctx ends; JetStream answers "no
