@@ -31,20 +31,12 @@ func (e *env) arriveElsewhere(ev fakelark.Event, text string) {
 	}
 }
 
-func (e *env) waitStandby() {
-	e.t.Helper()
-	e.waitFor("the adapter on standby", func() bool {
-		st := e.adapter.Status()
-		return st.State == adapters.StateStandby && st.Detail == adapters.StandbyDetail
-	})
-}
-
 func TestStandbyAnswersWithoutTheWebsocket(t *testing.T) {
 	gate := adaptertest.NewGate() // never opened: another replica holds the websocket
 	e := newEnv(t, setup{noStart: true})
 	e.adapter.GateConnection(gate.Hold)
 	e.start()
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 
 	e.arriveElsewhere(e.lk.P2PText("oc_sb", "ou_ann", "hello"), "hello")
 	s := e.waitSent(1)[0]
@@ -85,7 +77,7 @@ func TestWebsocketClosesAndReturnsWithTheGate(t *testing.T) {
 	e := newEnv(t, setup{noStart: true})
 	e.adapter.GateConnection(gate.Hold)
 	e.start()
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 
 	gate.Open()
 	e.push(e.lk.P2PText("oc_g", "ou_ann", "first"))
@@ -98,7 +90,7 @@ func TestWebsocketClosesAndReturnsWithTheGate(t *testing.T) {
 
 	gate.Shut()
 	gate.WaitReturned(t, 1)
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 	e.arriveElsewhere(e.lk.P2PText("oc_g2", "ou_bob", "taken elsewhere"), "taken elsewhere")
 	if s := e.waitSent(2)[1]; s.ChatID != "oc_g2" || s.Text != "echo: taken elsewhere" {
 		t.Fatalf("after losing the lease the replica sent %+v", s)

@@ -33,20 +33,12 @@ func (e *env) arriveElsewhere(user, text string) fakeqq.Event {
 	return ev
 }
 
-func (e *env) waitStandby() {
-	e.t.Helper()
-	e.until("the adapter on standby", func() bool {
-		st := e.adapter.Status()
-		return st.State == adapters.StateStandby && st.Detail == adapters.StandbyDetail
-	})
-}
-
 func TestStandbyGetsATokenAndAnswersWithoutTheGateway(t *testing.T) {
 	gate := adaptertest.NewGate() // never opened: another replica holds the gateway
 	e := newEnv(t, setup{noStart: true})
 	e.adapter.GateConnection(gate.Hold)
 	e.start()
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 
 	ev := e.arriveElsewhere("U1", "hello")
 	s := e.waitSent(1)[0]
@@ -92,7 +84,7 @@ func TestGatewayClosesAndReturnsWithTheGate(t *testing.T) {
 	e := newEnv(t, setup{noStart: true, fake: fakeqq.Options{TokenLifetime: 2 * time.Second}})
 	e.adapter.GateConnection(gate.Hold)
 	e.start()
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 
 	gate.Open()
 	e.qq.PushC2C("U1", "first")
@@ -105,7 +97,7 @@ func TestGatewayClosesAndReturnsWithTheGate(t *testing.T) {
 
 	gate.Shut()
 	gate.WaitReturned(t, 1)
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 	if err := e.qq.WaitTokenCalls(e.ctx(), e.qq.TokenCalls()+1); err != nil {
 		t.Fatalf("no token refresh after losing the lease: %v", err)
 	}

@@ -42,20 +42,12 @@ func (e *env) typed(chatID int64) bool {
 	return false
 }
 
-func (e *env) waitStandby() {
-	e.t.Helper()
-	adaptertest.WaitFor(e.t, "the adapter on standby", func() bool {
-		st := e.adapter.Status()
-		return st.State == adapters.StateStandby && st.Detail == adapters.StandbyDetail
-	})
-}
-
 func TestStandbyAnswersAndTypesWithoutPolling(t *testing.T) {
 	gate := adaptertest.NewGate() // never opened: another replica polls
 	e := newEnv(t, setup{noStart: true, opts: func(o *telegram.Options) { o.Streaming = true }})
 	e.adapter.GateConnection(gate.Hold)
 	e.start()
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 
 	e.arriveElsewhere(42, 7, "hello from the poller")
 	if s := e.waitSent(1)[0]; s.ChatID != 42 || s.Text != "echo: hello from the poller" {
@@ -108,7 +100,7 @@ func TestPollingStopsAndResumesWithTheGate(t *testing.T) {
 	e := newEnv(t, setup{noStart: true, opts: func(o *telegram.Options) { o.Streaming = true }})
 	e.adapter.GateConnection(gate.Hold)
 	e.start()
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 
 	gate.Open()
 	e.tg.Push(e.tg.PrivateText(42, "ann", "first"))
@@ -121,7 +113,7 @@ func TestPollingStopsAndResumesWithTheGate(t *testing.T) {
 
 	gate.Shut()
 	gate.WaitReturned(t, 1)
-	e.waitStandby()
+	adaptertest.WaitStandby(t, e.adapter)
 	// Lost the lease, the replica still runs the turns it is handed.
 	e.arriveElsewhere(44, 9, "taken by the new poller")
 	if s := e.waitSent(2)[1]; s.ChatID != 44 || s.Text != "echo: taken by the new poller" {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shipmyagent/ship/adapters"
 )
 
 // Gate stands in for the cluster's connection lease (adapters.Gate): a
@@ -131,4 +133,14 @@ func (g *Gate) wait(t testing.TB, cond func() bool, what string) {
 func (g *Gate) changedLocked() {
 	close(g.changed)
 	g.changed = make(chan struct{})
+}
+
+// WaitStandby waits until a says it is on standby: the status Gate.Hold
+// (adapters.Gate) shows while another replica holds the connection.
+func WaitStandby(t testing.TB, a interface{ Status() adapters.Status }) {
+	t.Helper()
+	WaitFor(t, "the adapter on standby", func() bool {
+		st := a.Status()
+		return st.State == adapters.StateStandby && st.Detail == adapters.StandbyDetail
+	})
 }
