@@ -9,7 +9,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/cluster"
-	"github.com/shipmyagent/ship/runtime/cluster/natsserver"
 	"github.com/shipmyagent/ship/runtime/engine"
 )
 
@@ -19,10 +18,7 @@ func twoReplicas(t *testing.T) (other, here *cluster.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := func(name, token string, e cluster.Embedded, log zerolog.Logger) (cluster.Server, error) {
-		return natsserver.Start(name, token, natsserver.Config(e), log)
-	}
-	other, err := cluster.Start(ctx, cluster.Options{Replica: "other", Logger: zerolog.Nop(), StartServer: start,
+	other, err := cluster.Start(ctx, cluster.Options{Replica: "other", Logger: zerolog.Nop(),
 		Embedded: &cluster.Embedded{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,6 @@ func joinCluster(ctx context.Context, cfg config.Config, log zerolog.Logger) (*r
 	opts := cluster.Options{
 		Replica: cl.Replica, URL: cl.NATS.URL, Token: cl.NATS.Token, Replicas: cl.NATS.Replicas, Partitions: cl.Partitions,
 		Addr: net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port)), Logger: log,
-		StartServer: embeddedNATS(),
 	}
 	if e := cl.NATS.Embedded; e != nil {
 		opts.Embedded = &cluster.Embedded{Listen: e.Listen, Cluster: e.Cluster, Routes: e.Routes, StoreDir: e.StoreDir,

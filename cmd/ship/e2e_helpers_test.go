@@ -28,8 +28,8 @@ import (
 	// only that build links makes go test's cache see changes to it
 	// (changes to cmd/ship's own tagged files it still does not see:
 	// use -count=1 after editing them).
+	_ "github.com/shipmyagent/ship/runtime/cluster"
 	_ "github.com/shipmyagent/ship/runtime/cluster/chatlog"
-	_ "github.com/shipmyagent/ship/runtime/cluster/natsserver"
 )
 
 // hangGuard bounds every wait of the end-to-end tests. It is never a timing

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -55,13 +56,10 @@ const (
 type Options struct {
 	// Replica names this process; Boot (random) tells its restarts apart.
 	Replica string
-	// URL is an external NATS; Embedded runs a server in-process instead,
-	// started by StartServer (nil in a binary built without it: Start
-	// then fails with ErrNoEmbeddedServer).
-	URL         string
-	Embedded    *Embedded
-	StartServer StartServerFunc
-	Token       string
+	// URL is an external NATS; Embedded runs a server in-process instead.
+	URL      string
+	Embedded *Embedded
+	Token    string
 	// Replicas is JetStream's copy count for every stream and bucket.
 	Replicas int
 	// Partitions is how many slices the queue is hashed into.
@@ -76,7 +74,7 @@ type Options struct {
 type Node struct {
 	opts   Options
 	boot   string
-	srv    Server // nil with an external NATS
+	srv    *server.Server // nil with an external NATS
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	log    zerolog.Logger
@@ -108,10 +106,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	url := opts.URL
 	if opts.Embedded != nil {
-		if opts.StartServer == nil {
-			return nil, ErrNoEmbeddedServer
-		}
-		srv, err := opts.StartServer(opts.Replica, opts.Token, *opts.Embedded, n.log)
+		srv, err := startEmbedded(opts.Replica, opts.Token, *opts.Embedded, n.log)
 		if err != nil {
 			return nil, err
 		}
@@ -292,6 +287,7 @@ func (n *Node) Close() {
 func (n *Node) shutdownServer() {
 	if n.srv != nil {
 		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
 	}
 }
 

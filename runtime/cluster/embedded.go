@@ -1,14 +1,20 @@
 package cluster
 
 import (
-	"errors"
+	"fmt"
 	"net"
+	"net/url"
+	"strconv"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 )
 
 // Embedded is the in-process NATS server of one replica
-// (cluster.nats.embedded). Its fields match natsserver.Config's.
+// (cluster.nats.embedded). Linking nats-server costs a process about 3 MiB
+// of idle RSS whether it runs or not, which is why ship compiles cluster
+// mode only with -tags cluster (BENCHMARKS.md).
 type Embedded struct {
 	Listen   string   // client address ("" → no client port)
 	Cluster  string   // route address ("" → not routed)
@@ -20,25 +26,82 @@ type Embedded struct {
 	SyncAlways bool
 }
 
-// Server is an embedded NATS server as this package uses it
-// (*natsserver.Server).
-type Server interface {
-	// InProcessConn is a client connection that skips the network.
-	InProcessConn() (net.Conn, error)
-	// ClientURL is where other processes reach the server.
-	ClientURL() string
-	// Shutdown stops the server and waits until it has stopped.
-	Shutdown()
+// clusterName is the NATS cluster the embedded servers form.
+const clusterName = "ship"
+
+// readyBudget is how long Start waits for the server to take connections.
+const readyBudget = 30 * time.Second
+
+// startEmbedded runs the server of replica name (its NATS server name),
+// requiring token from clients when it is not empty, and waits until it is
+// ready.
+func startEmbedded(name, token string, cfg Embedded, log zerolog.Logger) (*server.Server, error) {
+	so := &server.Options{
+		ServerName: name,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		NoSigs:     true,
+		// Ship's own health comes first: a JetStream that would take
+		// more than this machine has is refused at start, not later.
+		JetStreamMaxMemory: 256 << 20,
+		Authorization:      token,
+		SyncAlways:         cfg.SyncAlways,
+	}
+	if cfg.Listen == "" {
+		so.DontListen = true
+	} else {
+		host, port, err := splitAddr(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.nats.embedded.listen: %w", err)
+		}
+		so.Host, so.Port = host, port
+	}
+	if cfg.Cluster != "" {
+		host, port, err := splitAddr(cfg.Cluster)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.nats.embedded.cluster: %w", err)
+		}
+		so.Cluster = server.ClusterOpts{Name: clusterName, Host: host, Port: port}
+		for _, r := range cfg.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("cluster.nats.embedded.routes: %w", err)
+			}
+			so.Routes = append(so.Routes, u)
+		}
+	}
+	srv, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("starting the embedded NATS server: %w", err)
+	}
+	srv.SetLoggerV2(natsLogger{log.With().Str("component", "nats").Logger()}, false, false, false)
+	go srv.Start()
+	if !srv.ReadyForConnections(readyBudget) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("starting the embedded NATS server: not ready after %s (is %s or %s taken?)", readyBudget, cfg.Listen, cfg.Cluster)
+	}
+	return srv, nil
 }
 
-// StartServerFunc starts the embedded server of replica name, requiring
-// token from clients when it is not empty. A ship binary built with the
-// embedded server passes one that runs runtime/cluster/natsserver; this
-// package does not import it, so that a binary without it does not link
-// nats-server.
-type StartServerFunc func(name, token string, e Embedded, log zerolog.Logger) (Server, error)
+func splitAddr(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	return host, port, nil
+}
 
-// ErrNoEmbeddedServer is Start's error for Options.Embedded without
-// Options.StartServer: the binary was built without the embedded server.
-var ErrNoEmbeddedServer = errors.New("this ship binary was built without the embedded NATS server " +
-	"(cluster.nats.embedded): build it with `go build -tags cluster ./cmd/ship`, or set cluster.nats.url to an external NATS")
+// natsLogger hands the embedded server's log to zerolog: its notices are
+// debug (they are many while a cluster forms), warnings and errors stay.
+type natsLogger struct{ log zerolog.Logger }
+
+func (l natsLogger) Noticef(format string, v ...any) { l.log.Debug().Msgf(format, v...) }
+func (l natsLogger) Warnf(format string, v ...any)   { l.log.Warn().Msgf(format, v...) }
+func (l natsLogger) Fatalf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
+func (l natsLogger) Errorf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
+func (l natsLogger) Debugf(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }
+func (l natsLogger) Tracef(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }

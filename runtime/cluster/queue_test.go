@@ -18,7 +18,7 @@ import (
 // others connect to it.
 func startNode(t *testing.T, name string, first *Node) *Node {
 	t.Helper()
-	opts := Options{Replica: name, Partitions: 4, Logger: zerolog.Nop(), StartServer: startServer}
+	opts := Options{Replica: name, Partitions: 4, Logger: zerolog.Nop()}
 	if first == nil {
 		opts.Embedded = &Embedded{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()}
 	} else {
