@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -185,29 +184,16 @@ func sendAll(ctx context.Context, client *http.Client, procs []*shipproc.Proc, p
 
 // send posts one message and checks it was accepted ("ok").
 func send(ctx context.Context, client *http.Client, url, chatID, userMessageID, text string) error {
-	body, err := json.Marshal(map[string]string{"userMessageId": userMessageID, "message": text, "chatId": chatID})
+	status, raw, err := shipproc.PostJSON(ctx, client, url+"/api/send",
+		map[string]string{"userMessageId": userMessageID, "message": text, "chatId": chatID})
 	if err != nil {
 		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/send", strings.NewReader(string(body)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("reading the answer: %w", err)
 	}
 	var out struct {
 		Status string `json:"status"`
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil || out.Status != "ok" {
-		return fmt.Errorf("status %d: %.200s", resp.StatusCode, raw)
+	if status != http.StatusOK || json.Unmarshal(raw, &out) != nil || out.Status != "ok" {
+		return fmt.Errorf("status %d: %.200s", status, raw)
 	}
 	return nil
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shipmyagent/ship/internal/shipproc"
 )
 
 // levelResult is one latency run at a fixed concurrency.
@@ -85,26 +85,12 @@ func runLevel(ctx context.Context, client *http.Client, url string, concurrency,
 
 // turn runs one turn and checks it was answered: 200 and at least one reply.
 func turn(ctx context.Context, client *http.Client, url, chatID, text string) error {
-	body, err := json.Marshal(map[string]string{"instructions": text, "chatId": chatID})
+	status, raw, err := shipproc.PostJSON(ctx, client, url+"/api/execute", map[string]string{"instructions": text, "chatId": chatID})
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/api/execute", strings.NewReader(string(body)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("reading the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d: %.200s", resp.StatusCode, raw)
+	if status != http.StatusOK {
+		return fmt.Errorf("status %d: %.200s", status, raw)
 	}
 	var out struct {
 		Replies []string `json:"replies"`

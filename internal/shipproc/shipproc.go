@@ -4,6 +4,7 @@
 package shipproc
 
 import (
+	"bytes"
 	"context"
 	"debug/buildinfo"
 	"encoding/json"
@@ -147,6 +148,30 @@ func (p *Proc) Memory() (rss, peak int64, err error) {
 
 // Stderr is the last 8 KiB the process wrote to stderr.
 func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// PostJSON posts body as JSON to url and returns the answer's status and
+// body.
+func PostJSON(ctx context.Context, client *http.Client, url string, body any) (int, []byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	return resp.StatusCode, raw, nil
+}
 
 // FreePort returns a loopback port that was free a moment ago.
 func FreePort() (int, error) {
