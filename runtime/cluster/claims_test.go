@@ -15,13 +15,8 @@ import (
 )
 
 func TestAMessageIsClaimedByOneReplicaAndADeadClaimIsTakenOver(t *testing.T) {
-	a := startNode(t, "a", nil)
-	b := startNode(t, "b", a)
+	a, b, stop := twoReplicas(t)
 	ctx := context.Background()
-	hctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go a.Heartbeat(hctx, Local{})
-	waitFor(t, func() bool { ok, _ := a.alive(ctx, "a", a.boot); return ok })
 
 	ca, cb := a.Claims(), b.Claims()
 	if ok, err := ca.Claim(ctx, "telegram:chat:1\x0010"); err != nil || !ok {
@@ -93,13 +88,8 @@ func TestOneReplicaHoldsAConnectionAndAnotherTakesOver(t *testing.T) {
 // tried to give it back) must not hide the message for the claims' 24 h:
 // past staleClaim another replica takes it.
 func TestAClaimLeftOpenTooLongIsTakenOver(t *testing.T) {
-	a := startNode(t, "a", nil)
-	b := startNode(t, "b", a)
+	a, b, _ := twoReplicas(t)
 	ctx := context.Background()
-	hctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go a.Heartbeat(hctx, Local{})
-	waitFor(t, func() bool { ok, _ := a.alive(ctx, "a", a.boot); return ok })
 
 	key := "telegram:chat:1\x0012"
 	old, _ := json.Marshal(claimValue{Replica: "a", Boot: a.boot, At: time.Now().Add(-staleClaim - time.Second).UnixMilli()})
@@ -123,13 +113,8 @@ func TestAClaimLeftOpenTooLongIsTakenOver(t *testing.T) {
 // context has ended, so the next holder, fetching the message again, takes
 // it instead of dropping it as a copy in flight.
 func TestAMessageRefusedByAStoppedCallerIsFreeForTheNextHolder(t *testing.T) {
-	a := startNode(t, "a", nil)
-	b := startNode(t, "b", a)
+	a, b, _ := twoReplicas(t) // a stays alive: its claim would stand
 	ctx := context.Background()
-	hctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go a.Heartbeat(hctx, Local{}) // a stays alive: its claim would stand
-	waitFor(t, func() bool { ok, _ := a.alive(ctx, "a", a.boot); return ok })
 
 	store, err := chat.OpenStore(chat.StoreOptions{Dir: t.TempDir()})
 	if err != nil {
@@ -149,4 +134,17 @@ func TestAMessageRefusedByAStoppedCallerIsFreeForTheNextHolder(t *testing.T) {
 	if ok, err := b.Claims().Claim(ctx, "telegram:chat:7\x0099"); err != nil || !ok {
 		t.Fatalf("the next holder could not take the message (%v, %v): it would be dropped as a duplicate", ok, err)
 	}
+}
+
+// twoReplicas starts replicas a and b, a with its heartbeat on (alive)
+// until stopA is called or the test ends.
+func twoReplicas(t *testing.T) (a, b *Node, stopA func()) {
+	t.Helper()
+	a = startNode(t, "a", nil)
+	b = startNode(t, "b", a)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go a.Heartbeat(ctx, Local{})
+	waitFor(t, func() bool { ok, _ := a.alive(context.Background(), "a", a.boot); return ok })
+	return a, b, stop
 }
