@@ -279,30 +279,16 @@ func (s *Store) nextBySubject(ctx context.Context, subject string, seq uint64) (
 	return resp.Message.Seq, resp.Message.Data, nil
 }
 
-// request sends a message-get to the stream leader, asking again within
-// hotBudget when no answer comes: while a leader is elected nobody
-// answers, and under load a reply can be lost.
+// request sends a message-get to the stream leader, asking again (retry)
+// when no answer comes.
 func (s *Store) request(ctx context.Context, req []byte) (*nats.Msg, error) {
-	ctx, cancel := context.WithTimeout(ctx, hotBudget)
-	defer cancel()
-	wait := 100 * time.Millisecond
-	for {
-		actx, acancel := s.bounded(ctx)
-		msg, err := s.nc.RequestWithContext(actx, s.getSubj, req)
-		acancel()
-		if err == nil {
-			return msg, nil
-		}
-		if errors.Is(err, nats.ErrConnectionClosed) {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-	}
+	var msg *nats.Msg
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var err error
+		msg, err = s.nc.RequestWithContext(ctx, s.getSubj, req)
+		return err
+	})
+	return msg, err
 }
 
 // readAll feeds fn every message of subject from stream sequence start on,

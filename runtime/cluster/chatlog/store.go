@@ -225,22 +225,41 @@ func (s *Store) Append(ctx context.Context, e chat.ChatLogEntryV1) (chat.ChatLog
 // is bounded by the default timeout and carries the same message id, so
 // the stream stores a retried publish once.
 func (s *Store) publish(ctx context.Context, subject string, data []byte) error {
+	id := nuid.Next()
+	return s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.js.Publish(ctx, subject, data, jetstream.WithExpectStream(StreamName), jetstream.WithMsgID(id))
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum || apiErr.ErrorCode == jetstream.JSErrCodeBadRequest) {
+			return final{err} // refused for what it is: trying again changes nothing
+		}
+		return err
+	})
+}
+
+// final marks an error that trying again cannot mend.
+type final struct{ error }
+
+func (f final) Unwrap() error { return f.error }
+
+// retry calls fn, each call bounded by the default timeout, until it
+// succeeds, fails for good (final, or a connection closed by its owner),
+// or hotBudget (and ctx) runs out: while a stream leader is elected nobody
+// answers, and under load an answer can be lost.
+func (s *Store) retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, hotBudget)
 	defer cancel()
-	id := nuid.Next()
 	wait := 100 * time.Millisecond
 	for {
 		actx, acancel := s.bounded(ctx)
-		_, err := s.js.Publish(actx, subject, data, jetstream.WithExpectStream(StreamName), jetstream.WithMsgID(id))
+		err := fn(actx)
 		acancel()
-		if err == nil {
+		var f final
+		switch {
+		case err == nil:
 			return nil
-		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum || apiErr.ErrorCode == jetstream.JSErrCodeBadRequest) {
-			return err // refused for what it is: trying again changes nothing
-		}
-		if errors.Is(err, nats.ErrConnectionClosed) {
+		case errors.As(err, &f):
+			return f.error
+		case errors.Is(err, nats.ErrConnectionClosed):
 			return err
 		}
 		select {
