@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -88,29 +86,9 @@ func (r *replica) clusterSection(peers []*replica) string {
 // process if it still runs and reports a data race in its output.
 func (r *replica) start(t *testing.T, env []string) *shipProc {
 	t.Helper()
-	port := strconv.Itoa(r.port)
-	p := &shipProc{url: "http://127.0.0.1:" + port, client: &http.Client{Timeout: 2 * hangGuard}, exited: make(chan struct{})}
-	p.cmd = exec.Command(shipBin, "start", r.dir, "--port", port)
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", r.name, err)
-	}
-	go func() {
-		_ = p.cmd.Wait() // the status is read from ProcessState
-		close(p.exited)
-	}()
+	// Its output goes into the test's own report (stderrTails, saveLogs).
+	p := launchOn(t, fmt.Sprintf("%s (run %d)", r.name, len(r.runs)+1), r.dir, r.port, false, env)
 	r.runs = append(r.runs, p)
-	t.Cleanup(func() {
-		if !p.hasExited() {
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		p.client.CloseIdleConnections()
-		if strings.Contains(p.stderr.String(), "WARNING: DATA RACE") {
-			t.Errorf("the race detector reported a data race in %s (run %d)", r.name, len(r.runs))
-		}
-	})
 	return p
 }
 

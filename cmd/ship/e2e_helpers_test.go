@@ -240,14 +240,22 @@ func startShip(t *testing.T, dir string, env []string, args ...string) *shipProc
 
 func launch(t *testing.T, dir string, env []string, args ...string) *shipProc {
 	t.Helper()
-	port := strconv.Itoa(freePort(t))
-	p := &shipProc{url: "http://127.0.0.1:" + port, client: &http.Client{Timeout: 2 * hangGuard}, exited: make(chan struct{})}
-	argv := append([]string{"start", dir, "--port", port}, args...)
+	return launchOn(t, "ship", dir, freePort(t), true, env, args...)
+}
+
+// launchOn starts `ship start <dir> --port <port> args...` without waiting
+// for it. Cleanup kills the process if it still runs, reports a data race
+// in its output (naming it name) and, with logFailure, logs its output if
+// the test failed.
+func launchOn(t *testing.T, name, dir string, port int, logFailure bool, env []string, args ...string) *shipProc {
+	t.Helper()
+	p := &shipProc{url: "http://127.0.0.1:" + strconv.Itoa(port), client: &http.Client{Timeout: 2 * hangGuard}, exited: make(chan struct{})}
+	argv := append([]string{"start", dir, "--port", strconv.Itoa(port)}, args...)
 	p.cmd = exec.Command(shipBin, argv...)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting ship: %v", err)
+		t.Fatalf("starting %s: %v", name, err)
 	}
 	go func() {
 		_ = p.cmd.Wait() // the status is read from ProcessState
@@ -260,9 +268,9 @@ func launch(t *testing.T, dir string, env []string, args ...string) *shipProc {
 		}
 		p.client.CloseIdleConnections()
 		if strings.Contains(p.stderr.String(), "WARNING: DATA RACE") {
-			t.Errorf("the race detector reported a data race in ship")
+			t.Errorf("the race detector reported a data race in %s", name)
 		}
-		if t.Failed() {
+		if logFailure && t.Failed() {
 			t.Logf("ship %s\n--- stdout ---\n%s--- stderr ---\n%s", strings.Join(argv, " "), p.stdout.String(), p.stderr.String())
 		}
 	})
