@@ -148,21 +148,12 @@ type Holder struct {
 
 // holders lists the leases whose key starts with prefix.
 func (n *Node) holders(ctx context.Context, prefix string) ([]Holder, error) {
-	lister, err := n.leases.ListKeysFiltered(ctx, prefix+">")
+	var out []Holder
+	err := eachValue(ctx, n.leases, prefix+">", func(key string, v leaseValue) {
+		out = append(out, Holder{Name: strings.TrimPrefix(key, prefix), Holder: v.Holder, Since: v.Since})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listing leases: %w", err)
-	}
-	var out []Holder
-	for key := range lister.Keys() {
-		e, err := n.leases.Get(ctx, key)
-		if err != nil {
-			continue // expired meanwhile
-		}
-		var v leaseValue
-		if json.Unmarshal(e.Value(), &v) != nil {
-			continue
-		}
-		out = append(out, Holder{Name: strings.TrimPrefix(key, prefix), Holder: v.Holder, Since: v.Since})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

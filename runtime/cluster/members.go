@@ -65,20 +65,10 @@ func (n *Node) Heartbeat(ctx context.Context, local Local) {
 
 // Members lists the live replicas by name.
 func (n *Node) Members(ctx context.Context) ([]Member, error) {
-	lister, err := n.member.ListKeys(ctx)
+	var out []Member
+	err := eachValue(ctx, n.member, jetstream.AllKeys, func(_ string, m Member) { out = append(out, m) })
 	if err != nil {
 		return nil, fmt.Errorf("listing replicas: %w", err)
-	}
-	var out []Member
-	for key := range lister.Keys() {
-		e, err := n.member.Get(ctx, key)
-		if err != nil {
-			continue
-		}
-		var m Member
-		if json.Unmarshal(e.Value(), &m) == nil {
-			out = append(out, m)
-		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -113,4 +103,29 @@ func (n *Node) alive(ctx context.Context, name, boot string) (bool, error) {
 		return false, nil
 	}
 	return m.Boot == boot, nil
+}
+
+// eachValue calls fn with the decoded current value of every key of kv
+// matching filter, all read by one watcher: listing the keys and then
+// getting each took a round trip per key.
+func eachValue[T any](ctx context.Context, kv jetstream.KeyValue, filter string, fn func(key string, v T)) error {
+	w, err := kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil { // every current value has come
+				return nil
+			}
+			var v T
+			if json.Unmarshal(e.Value(), &v) == nil {
+				fn(e.Key(), v)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
