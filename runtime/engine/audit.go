@@ -94,3 +94,40 @@ func clip(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n]) + fmt.Sprintf("… (%d more characters)", len(r)-n)
 }
+
+// redactCalls hides secrets in the tool calls a run reports (/api/execute's
+// toolCalls): the arguments are decoded JSON, so every string in them,
+// keys included, is redacted where it sits.
+func redactCalls(calls []agent.ToolCallRecord, redact func(string) string) []agent.ToolCallRecord {
+	if redact == nil {
+		return calls
+	}
+	out := make([]agent.ToolCallRecord, len(calls))
+	for i, c := range calls {
+		out[i] = agent.ToolCallRecord{Tool: c.Tool, Output: redact(c.Output)}
+		if c.Input != nil {
+			out[i].Input, _ = redactValue(c.Input, redact).(map[string]any)
+		}
+	}
+	return out
+}
+
+func redactValue(v any, redact func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return redact(v)
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[redact(k)] = redactValue(x, redact)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = redactValue(x, redact)
+		}
+		return s
+	}
+	return v
+}

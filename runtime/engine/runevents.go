@@ -21,6 +21,7 @@ import (
 // streams, else whole once delivered).
 type runEvents struct {
 	bus     *events.Bus
+	redact  func(string) string // applied to every event before it is published
 	base    events.Event // taskId, chatKey, channel
 	trigger string
 
@@ -38,9 +39,10 @@ type replyStream struct {
 	sent int // runes of the text already published
 }
 
-func newRunEvents(bus *events.Bus, item queue.Item[ingress.Job]) *runEvents {
+func newRunEvents(bus *events.Bus, item queue.Item[ingress.Job], redact func(string) string) *runEvents {
 	return &runEvents{
 		bus:     bus,
+		redact:  redact,
 		base:    events.Event{TaskID: item.ID, ChatKey: item.ChatKey, Channel: item.Value.Request.Channel},
 		trigger: item.Value.Request.MessageID,
 		replies: map[string]*replyStream{},
@@ -54,7 +56,7 @@ func (r *runEvents) publish(e events.Event) {
 		return
 	}
 	e.TaskID, e.ChatKey, e.Channel = r.base.TaskID, r.base.ChatKey, r.base.Channel
-	r.bus.Publish(e)
+	r.bus.Publish(e.Redacted(r.redact))
 }
 
 func (r *runEvents) started(instructions string) {

@@ -28,8 +28,9 @@ type Runner struct {
 	Events *events.Bus
 	// Journal, when set, is kept up to date for journaled jobs.
 	Journal journal.Recorder
-	// Redact hides known secret values in what the chat log keeps of a
-	// tool call; nil keeps the text.
+	// Redact hides known secret values in what leaves the process about a
+	// tool call: the chat log's tool entries, the run's events and the
+	// tool calls of its result; nil keeps the text.
 	Redact func(string) string
 	Log    zerolog.Logger
 
@@ -75,7 +76,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	ctx = dispatch.WithLive(ctx, live)
 
 	started := time.Now()
-	ev := newRunEvents(r.Events, item)
+	ev := newRunEvents(r.Events, item, r.Redact)
 	ev.started(job.Instructions)
 	if job.Notice != "" {
 		r.notice(ctx, job, log)
@@ -168,6 +169,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	if err != nil {
 		log.Error().Err(err).Msg("run failed")
 	}
+	res.ToolCalls = redactCalls(res.ToolCalls, r.Redact)
 	out = ingress.Outcome{Result: res, Err: err}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// Shutdown cut the run short: it stays pending and runs again at

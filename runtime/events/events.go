@@ -140,3 +140,26 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 // Final reports whether e ends its run (task_completed or error).
 func (e Event) Final() bool { return e.Type == TypeTaskCompleted || e.Type == TypeError }
+
+// Redacted returns e with redact applied to every field that can carry
+// what a tool was given or gave back (input, output, reasons, results,
+// error text). It is the one redaction step of the event stream, run
+// before an event is published, so every subscriber (SSE, the console,
+// other replicas) sees the same hidden text. Content is left alone: it is
+// the reply as the user sees it, streamed in pieces that a secret may
+// straddle, and the model never had ship's secrets to write in it.
+func (e Event) Redacted(redact func(string) string) Event {
+	if redact == nil {
+		return e
+	}
+	e.Input = redact(e.Input)
+	e.Output = redact(e.Output)
+	e.Reason = redact(e.Reason)
+	e.ErrorMessage = redact(e.ErrorMessage)
+	if e.Result != nil {
+		r := *e.Result
+		r.Result, r.Error, r.Message = redact(r.Result), redact(r.Error), redact(r.Message)
+		e.Result = &r
+	}
+	return e
+}
