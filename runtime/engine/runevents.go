@@ -22,7 +22,7 @@ import (
 type runEvents struct {
 	bus     *events.Bus
 	redact  func(string) string // applied to every event before it is published
-	base    events.Event // taskId, chatKey, channel
+	base    events.Event        // taskId, chatKey, channel
 	trigger string
 
 	mu       sync.Mutex
