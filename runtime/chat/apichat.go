@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// ChatTypeAPI is the chat type of every message that comes in through the
+// HTTP API (execute, send, the console): a one-to-one conversation.
+const ChatTypeAPI = "api"
+
 // MaxAPIChatIDLen bounds the chat id of the api channel.
 const MaxAPIChatIDLen = 128
 

@@ -18,6 +18,7 @@ import (
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/contacts"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
@@ -98,7 +99,10 @@ type harnessOptions struct {
 	// exec_shell, running in dir with secrets hidden.
 	policy  string
 	exec    bool
-	secrets []string
+	// contacts adds chat_contact_lookup and chat_contact_send, with a
+	// book in dir/.ship.
+	contacts bool
+	secrets  []string
 	logAll  bool // keep info lines in logs too
 	// models, when set, are llm.models beside the default (openai
 	// "fake-model" on the fake), each chat's choice kept in
@@ -172,6 +176,13 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		ts := tools.Default(s, d)
 		if o.exec {
 			ts = append(ts, shell)
+		}
+		if o.contacts {
+			book, err := contacts.Open(filepath.Join(h.dir, ".ship", "contacts.json"), log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, tools.Contacts(book, d)...)
 		}
 		return ts
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
@@ -29,7 +30,11 @@ type ToolInfo struct {
 // ToolsReport is the effective policy of every tool for one chat and
 // person.
 type ToolsReport struct {
-	ChatKey    string     `json:"chatKey,omitempty"`
+	ChatKey string `json:"chatKey,omitempty"`
+	// ChatType is the chat type the defaults were judged for: "api" for an
+	// api chat, else "group", since a platform's chat key alone does not
+	// say whether it is a group and groups are the safer guess.
+	ChatType   string     `json:"chatType"`
 	User       string     `json:"user,omitempty"`
 	Roles      []string   `json:"roles"`
 	CanApprove bool       `json:"canApprove"`
@@ -42,10 +47,8 @@ type ToolsReport struct {
 func (e *Engine) Tools(chatKey, user, command string) ToolsReport {
 	pol := e.gov.current()
 	subj := policy.Subject{Identity: user, ChatKey: chatKey}
-	// The chat type is not known from a key alone; groups are the safer
-	// guess for the defaults that depend on it.
-	req := dispatch.RequestContext{ChatKey: chatKey, ChatType: "group"}
-	rep := ToolsReport{ChatKey: chatKey, User: user, Roles: pol.Roles(user), CanApprove: pol.CanApprove(user), Tools: []ToolInfo{}}
+	req := dispatch.RequestContext{ChatKey: chatKey, ChatType: reportChatType(chatKey)}
+	rep := ToolsReport{ChatKey: chatKey, ChatType: req.ChatType, User: user, Roles: pol.Roles(user), CanApprove: pol.CanApprove(user), Tools: []ToolInfo{}}
 	if rep.Roles == nil {
 		rep.Roles = []string{}
 	}
@@ -74,4 +77,15 @@ func (e *Engine) Tools(chatKey, user, command string) ToolsReport {
 		rep.Tools = append(rep.Tools, info)
 	}
 	return rep
+}
+
+// reportChatType is the chat type a run in chatKey has, as far as the key
+// tells: every api chat is of type "api" (the API's only kind); a platform
+// key does not say whether the chat is a group, and groups are the safer
+// guess for the defaults that depend on it.
+func reportChatType(chatKey string) string {
+	if _, ok := chat.APIChatID(chatKey); ok {
+		return chat.ChatTypeAPI
+	}
+	return "group"
 }
