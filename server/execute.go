@@ -64,6 +64,24 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			"messageId "+in.messageID+" is already being answered in this chat")
 		return
 	}
+	if in.clientMessageID {
+		// A retry of a message that was answered (or is kept for the next
+		// start) must not run it again: that would answer the user twice.
+		seen, err := s.opts.Engine.Ingress().Received(ctx, in.chatKey, in.messageID)
+		if err != nil || seen {
+			s.unregister(key, c)
+		}
+		if err != nil {
+			log.Error().Err(err).Msg("checking the chat log for a repeated messageId")
+			writeError(w, r, http.StatusInternalServerError, codeInternal, msgInternal)
+			return
+		}
+		if seen {
+			writeError(w, r, http.StatusConflict, codeConflict, "messageId "+in.messageID+
+				" was already received in this chat; its replies are in GET /api/chats/"+in.chatKey+"/messages")
+			return
+		}
+	}
 
 	done := make(chan runResult, 1) // buffered: OnDone must not block on a gone client
 	taskID := requestID(ctx)

@@ -45,8 +45,11 @@ type executeInput struct {
 	chatKey      string
 	userID       string
 	messageID    string
-	tools        policy.Narrowing
-	llm          llm.Override
+	// clientMessageID: the client chose messageID (a retry may repeat it),
+	// rather than the server making one up.
+	clientMessageID bool
+	tools           policy.Narrowing
+	llm             llm.Override
 }
 
 // inputError is a request the client must fix.
@@ -179,7 +182,8 @@ func validateExecute(req executeRequest, maxChars int) (executeInput, *inputErro
 	if ierr := checkID("messageId", in.messageID); ierr != nil {
 		return in, ierr
 	}
-	if in.messageID == "" {
+	in.clientMessageID = in.messageID != ""
+	if !in.clientMessageID {
 		in.messageID = "api-" + randomHex(16)
 	}
 	return in, nil

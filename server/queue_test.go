@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -95,10 +96,21 @@ func TestDuplicateMessageIDInFlight(t *testing.T) {
 			t.Error("the refused duplicate was recorded")
 		}
 	}
-	// Once the run has ended the id is free again.
+	// Once the run has ended, a retry of the same id is refused too: it
+	// would answer the message a second time.
 	r = e.request(http.MethodPost, "/api/execute", []byte(`{"instructions":"later","chatId":"a","messageId":"m1"}`), nil)
-	if res := r.result(t); len(res.Replies) != 1 {
-		t.Errorf("reused id after the run = %+v", res)
+	if r.status != http.StatusConflict || r.errorCode(t) != "CONFLICT" || !strings.Contains(string(r.body), "already received") {
+		t.Errorf("reused id after the run = %d %s, want 409 CONFLICT", r.status, r.body)
+	}
+	for _, req := range e.fake.Requests() {
+		if req.LastUser() == "later" {
+			t.Error("the model was asked to answer the refused retry")
+		}
+	}
+	for _, en := range e.entries("api:chat:a") {
+		if en.Text == "later" {
+			t.Error("the refused retry was recorded")
+		}
 	}
 }
 

@@ -149,6 +149,15 @@ func (in *Ingress) logState(ctx context.Context, chatKey, id string) (logState, 
 	return state, nil
 }
 
+// Received reports whether message id is in the recent log of chatKey
+// (answered or not): a caller that answers synchronously (POST
+// /api/execute) refuses such a message rather than run it a second time.
+// It looks as far back as AcceptOnce does.
+func (in *Ingress) Received(ctx context.Context, chatKey, id string) (bool, error) {
+	state, err := in.logState(ctx, chatKey, id)
+	return state != stateNew, err
+}
+
 // RecordOnce is Record for platform messages that may be delivered more than
 // once: a message already in the chat's log is not logged again.
 func (in *Ingress) RecordOnce(ctx context.Context, s Submission) error {
