@@ -97,13 +97,13 @@ type harnessOptions struct {
 	userLimit   ingress.UserLimiterOptions
 	// policy is the tools object of ship.json (without exec); exec adds
 	// exec_shell, running in dir with secrets hidden.
-	policy  string
-	exec    bool
+	policy string
+	exec   bool
 	// contacts adds chat_contact_lookup and chat_contact_send, with a
 	// book in dir/.ship.
 	contacts bool
 	secrets  []string
-	logAll  bool // keep info lines in logs too
+	logAll   bool // keep info lines in logs too
 	// models, when set, are llm.models beside the default (openai
 	// "fake-model" on the fake), each chat's choice kept in
 	// dir/.ship/models.json; modelSwitch is llm.switch.
