@@ -33,6 +33,41 @@ func loginRequest(next, token string) *http.Request {
 	return req
 }
 
+func TestLoginRedirectsOnlyToCleanPathsOfThisSite(t *testing.T) {
+	e := newEnv(t, setup{handler: fakeopenai.EchoChatSend, token: consoleToken, opts: withConsole})
+	for _, tc := range []struct{ next, want string }{
+		{"%2Fchats", "/chats"},
+		{"%2Fchats%2Fapi%3Achat%3Aconsole", "/chats/api:chat:console"},
+		{"%2Ftools%3Fuser%3Dtelegram%3A1", "/tools?user=telegram:1"},
+		{"", "/"},
+		{"/%09/evil.example", "/"},   // a tab browsers strip: //evil.example
+		{"/%0a/evil.example", "/"},   // a newline, likewise
+		{"/%0d/evil.example", "/"},   // a carriage return
+		{"%2F%2Fevil.example", "/"},  // protocol-relative
+		{"%2F%5Cevil.example", "/"},  // /\ is // to browsers
+		{"%5C%5Cevil.example", "/"},  // \\ likewise
+		{"/%2509/evil.example", "/"}, // a tab once decoded further
+		{"/%252F/evil.example", "/"}, // //evil.example once decoded further
+		{"https%3A%2F%2Fevil.example", "/"},
+		{"javascript%3Aalert(1)", "/"},
+		{"evil.example", "/"},
+		{"/%20/evil.example", "/"},       // whitespace
+		{"%20%2F%2Fevil.example", "/"},   // leading space
+		{"/%00/evil.example", "/"},       // NUL
+		{"/%7F", "/"},                    // DEL
+		{"/%C2%85/evil.example", "/"},    // NEL, a C1 control
+		{"/%E2%80%AE/gro.live", "/"},     // right-to-left override
+		{"/%E3%80%80/evil.example", "/"}, // ideographic space
+		{"/chats%5Cx", "/"},
+		{"/%FF", "/"}, // not UTF-8
+	} {
+		rec := e.from("192.0.2.10:5000", loginRequest(tc.next, consoleToken))
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != tc.want {
+			t.Errorf("next=%s: %d to %q, want a redirect to %q", tc.next, rec.Code, rec.Header().Get("Location"), tc.want)
+		}
+	}
+}
+
 func TestWrongLoginsLockOutOnlyTheirOwnAddress(t *testing.T) {
 	e := newEnv(t, setup{handler: fakeopenai.EchoChatSend, token: consoleToken, opts: withConsole})
 	const guesser, owner = "192.0.2.66:4000", "198.51.100.7:4000"

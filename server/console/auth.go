@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/server/internal/throttle"
 )
@@ -252,12 +254,32 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 }
 
-// safeNext keeps the redirect after login on this site.
+// maxNext bounds the path a login returns to; the console's own are short.
+const maxNext = 2048
+
+// safeNext keeps the redirect after login on this site: a path that
+// starts with one "/", with no backslash, whitespace, control or format
+// character, as given and once more percent-decoded. Anything else goes
+// to "/". Browsers drop tabs and newlines inside a URL and read "\" as
+// "/", so "/\t/evil.example" or "/\evil.example" would leave the site.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if len(next) > maxNext || !cleanPath(next) {
+		return "/"
+	}
+	decoded, err := url.PathUnescape(next)
+	if err != nil || !cleanPath(decoded) {
 		return "/"
 	}
 	return next
+}
+
+func cleanPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || !utf8.ValidString(p) {
+		return false
+	}
+	return !strings.ContainsFunc(p, func(r rune) bool {
+		return r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	})
 }
 
 func (c *Console) handleLogout(w http.ResponseWriter, r *http.Request) {
