@@ -109,6 +109,10 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		log.Warn().Str("setting", setting).
 			Msg("API token is easy to guess: accepted on loopback only; make one with `openssl rand -hex 32`")
 	}
+	for _, m := range cfg.UnprovenAPIMembers() {
+		log.Warn().Str("member", m).Msg("a tools.roles member names an api identity no caller has: " +
+			"API callers act as their token's identity (server.tokens), a request's userId is only a label")
+	}
 
 	catalog, err := models.New(cfg.LLM)
 	if err != nil {

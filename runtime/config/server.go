@@ -1,9 +1,11 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -215,4 +217,35 @@ func strongToken(token string) bool {
 	}
 	bits := float64(utf8.RuneCountInString(token)) * math.Log2(float64(alphabet))
 	return bits >= minTokenBits
+}
+
+// UnprovenAPIMembers returns the members of tools.roles that name an api
+// identity no caller has: API identities come from tokens (server.tokens,
+// api:token, api:console, api:anonymous), and a request's userId no longer
+// makes one. ship start warns about each, so a role written for
+// "api:alice" does not stop working without a word. Globs ("api:*") are
+// left alone.
+func (c Config) UnprovenAPIMembers() []string {
+	var tools struct {
+		Roles map[string]struct {
+			Members []string `json:"members"`
+		} `json:"roles"`
+	}
+	if len(c.Tools.Policy) == 0 || json.Unmarshal(c.Tools.Policy, &tools) != nil {
+		return nil // the policy's own parse reports a broken section
+	}
+	known := map[string]bool{chat.APIAnonymous: true, chat.APIToken: true, chat.APIConsole: true}
+	for _, t := range c.Server.Tokens {
+		known[t.Identity] = true
+	}
+	var out []string
+	for _, role := range tools.Roles {
+		for _, m := range role.Members {
+			if strings.HasPrefix(m, chat.ChannelAPI+":") && !strings.ContainsAny(m, "*?") && !known[m] {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

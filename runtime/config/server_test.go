@@ -119,3 +119,22 @@ func TestStrongToken(t *testing.T) {
 		}
 	}
 }
+
+func TestRolesNamingAPIIdentitiesNoTokenHasAreReported(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, FileName, `{
+	  "server": {"tokens": [{"name": "ci", "token": "${CI}", "identity": "api:ci-bot"}]},
+	  "tools": {"roles": {
+	    "old":   {"members": ["api:alice", "api:boss", "telegram:1"], "allow": ["exec_shell"]},
+	    "fine":  {"members": ["api:ci-bot", "api:token", "api:console", "api:*", "api:anonymous"]},
+	    "again": {"members": ["api:alice"]}
+	  }}
+	}`)
+	cfg, err := Load(dir, envOf(map[string]string{"CI": goodHex}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.UnprovenAPIMembers(); !slices.Equal(got, []string{"api:alice", "api:boss"}) {
+		t.Errorf("UnprovenAPIMembers() = %q, want api:alice and api:boss", got)
+	}
+}
