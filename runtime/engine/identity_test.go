@@ -9,6 +9,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/journal"
 )
 
 // identityPolicy: only api:ci-bot may run echo, in groups after approval.
@@ -67,5 +68,24 @@ func TestAnAPIRunWithoutAnIdentityIsAnonymous(t *testing.T) {
 	<-done
 	if len(got) != 1 || got[0] != "no shell" {
 		t.Errorf(`an api message with userId "boss" and no identity got %q; want no shell`, got)
+	}
+}
+
+func TestARecoveredRunKeepsItsIdentity(t *testing.T) {
+	dir := t.TempDir()
+	writeJournal(t, dir, func(j *journal.Journal) {
+		it := journalItem("a", "1", "m1", "run: echo recovered")
+		it.Request.UserID = "u9" // a label with no role
+		it.Identity = "api:ci-bot"
+		_ = j.Add(it)
+	})
+	h := newHarness(t, harnessOptions{dir: dir, journal: true, handler: fakeopenai.RunCommands, exec: true,
+		policy: `{"roles": {"ci": {"members": ["api:ci-bot"], "allow": ["exec_shell(echo *)"]}}}`})
+	if n := h.engine.Recover(context.Background()); n != 1 {
+		t.Fatalf("recovered %d messages, want 1", n)
+	}
+	h.waitIdle()
+	if got := strings.Join(h.out.texts(chatKeyOf("1")), "|"); !strings.Contains(got, "recovered\\n") {
+		t.Errorf("the recovered run got %q; want api:ci-bot's shell, not the label's refusal", got)
 	}
 }
