@@ -12,6 +12,7 @@ import (
 const (
 	codeInvalidInput     = "INVALID_INPUT"
 	codeUnauthorized     = "UNAUTHORIZED"
+	codeRateLimited      = "RATE_LIMITED"
 	codeNotFound         = "NOT_FOUND"
 	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	codePayloadTooLarge  = "PAYLOAD_TOO_LARGE"

@@ -91,6 +91,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		sub, _ = s.opts.Engine.Events().Subscribe(func(e events.Event) bool { return e.TaskID == taskID }, 0, s.opts.SSEBuffer)
 		defer sub.Close()
 	}
+	who := callerIdentity(ctx)
 	_, err := s.opts.Engine.Ingress().Accept(ctx, ingress.Submission{
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
@@ -102,8 +103,12 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			UserID:    in.userID,
 			ChatType:  "api",
 		},
-		Tools: in.tools,
-		LLM:   in.llm,
+		// The run acts as who the token proves, not as the body's userId
+		// (a label); it is journaled, so a recovered run keeps it.
+		Identity: who,
+		Meta:     identityMeta(who),
+		Tools:    in.tools,
+		LLM:      in.llm,
 		OnDone: func(o ingress.Outcome) {
 			done <- runResult{outcome: o, replies: s.unregister(key, c)}
 		},

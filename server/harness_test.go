@@ -17,7 +17,9 @@ import (
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/logbuf"
+	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/models"
@@ -43,6 +45,7 @@ type setup struct {
 	stream   bool   // the model streams (content arrives in pieces)
 	opts     func(*server.Options)
 	policy   *policy.Policy // the tool policy; nil: none
+	exec     bool           // offer exec_shell (the policy still decides who gets it)
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -90,8 +93,13 @@ func newEnv(t *testing.T, o setup) *env {
 			t.Logf("logs:\n%s", logs.String())
 		}
 	})
+	toolset := tools.Default
+	if o.exec {
+		shell := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, Secrets: []string{testModelKey}, Logger: zerolog.New(logs)})
+		toolset = func(s chat.Log, d *dispatch.Deliverer) []agent.Tool { return append(tools.Default(s, d), shell) }
+	}
 	eng, err := engine.New(engine.Options{
-		Tools:        tools.Default,
+		Tools:        toolset,
 		ChatsDir:     filepath.Join(dir, ".ship", "chats"),
 		Durability:   chat.DurabilityNone,
 		Models:       cat,

@@ -3,15 +3,17 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/server/internal/throttle"
 )
 
 // requestIDHeader carries the request id back to the client, so a user can
@@ -108,35 +110,58 @@ func (s *Server) withRecover(next http.Handler) http.Handler {
 	})
 }
 
-// withAuth requires the bearer token on every /api route when one is set.
-// Unknown /api paths are guarded too, so the route list cannot be probed.
+// withAuth requires a bearer token on every /api route when one is
+// configured, and tells the handlers who the caller is: the identity of
+// its token, or chat.APIAnonymous when auth is off. Unknown /api paths are
+// guarded too, so the route list cannot be probed. An address that keeps
+// presenting wrong tokens is held back (429) for a while, with the right
+// token too, so guessing stays slow; a request without a token is no
+// guess and is not counted.
 func (s *Server) withAuth(next http.Handler) http.Handler {
-	if s.tokenDigest == nil {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isAPIPath(r.URL.Path) && !s.authorized(r) {
+		if !isAPIPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if s.auth == nil {
+			next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), chat.APIAnonymous)))
+			return
+		}
+		identity, presented := s.auth.authenticate(r)
+		addr := throttle.Key(r.RemoteAddr)
+		var wait time.Duration
+		if presented {
+			var held bool
+			wait, held = s.throttle.Check(addr, identity != "")
+			if held {
+				zerolog.Ctx(r.Context()).Warn().Str("remote", addr).
+					Msg("too many wrong API tokens from one address: it is held back for a minute")
+			}
+		} else {
+			wait = s.throttle.Wait(addr)
+		}
+		if wait > 0 {
+			w.Header().Set("Retry-After", retryAfter(wait))
+			writeError(w, r, http.StatusTooManyRequests, codeRateLimited,
+				"too many wrong tokens from your address; try again in "+retryAfter(wait)+" s")
+			return
+		}
+		if identity == "" {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeError(w, r, http.StatusUnauthorized, codeUnauthorized,
 				"missing or invalid bearer token (send Authorization: Bearer <token>)")
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity)))
 	})
 }
 
-func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }
-
-// authorized compares SHA-256 digests in constant time: equal-length inputs
-// mean neither the token's content nor its length leaks through timing.
-func (s *Server) authorized(r *http.Request) bool {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(got[:], s.tokenDigest) == 1
+// retryAfter is d in whole seconds, rounded up, for a Retry-After header.
+func retryAfter(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
+
+func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }
 
 // withJSONFallbacks answers unknown routes and wrong methods with the JSON
 // error body instead of the mux's plain text.

@@ -43,13 +43,17 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
+	who := callerIdentity(r.Context())
 	_, err := s.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
 		ID:      "t-" + randomHex(8),
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
-		Tools:   in.tools,
-		LLM:     in.llm,
+		// As in handleExecute: the token's identity, never the body's.
+		Identity: who,
+		Meta:     identityMeta(who),
+		Tools:    in.tools,
+		LLM:      in.llm,
 	})
 	status := "ok"
 	switch {

@@ -6,7 +6,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/mcp"
 	"github.com/shipmyagent/ship/server/console"
+	"github.com/shipmyagent/ship/server/internal/throttle"
 )
 
 // Defaults for Options left at zero.
@@ -40,8 +40,12 @@ type MCPStatus = mcp.ServerStatus
 type Options struct {
 	// Engine is the core (Store, Registry, Queue, Ingress, Runtime); required.
 	Engine *engine.Engine
-	// Token is the bearer token every /api route requires; "" disables auth.
-	Token   string
+	// Token is the bearer token every /api route requires; its holder acts
+	// as chat.APIToken in the tool policy. With neither it nor Tokens set,
+	// auth is off and every caller is chat.APIAnonymous.
+	Token string
+	// Tokens are more bearer tokens, each acting as its own identity.
+	Tokens  []NamedToken
 	Version string
 	// Started is when the process started (uptime is measured from it);
 	// zero means when New was called.
@@ -84,15 +88,20 @@ type Options struct {
 	ProjectDir string
 	// Redact removes known secrets from error text the console shows.
 	Redact func(string) string
+	// Now is the clock of the wrong-token throttle; nil → time.Now.
+	Now    func() time.Time
 	Logger zerolog.Logger
 }
 
 // Server serves the HTTP API. Create it with New.
 type Server struct {
-	opts        Options
-	log         zerolog.Logger
-	tokenDigest []byte // SHA-256 of Options.Token; nil when auth is off
-	handler     http.Handler
+	opts    Options
+	log     zerolog.Logger
+	auth    *authenticator // nil when no token is configured
+	handler http.Handler
+	// throttle holds back addresses that present wrong tokens, to the API
+	// and at the console's login alike.
+	throttle *throttle.Limiter
 
 	// closing is closed by CloseStreams: event streams end so a graceful
 	// shutdown does not wait on them.
@@ -139,9 +148,8 @@ func New(opts Options) (*Server, error) {
 		inflight: make(map[runKey]*collector),
 		closing:  make(chan struct{}),
 	}
-	if opts.Token != "" {
-		d := sha256.Sum256([]byte(opts.Token))
-		s.tokenDigest = d[:]
+	if err := s.setupAuth(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 
 	mux := http.NewServeMux()
@@ -162,7 +170,7 @@ func New(opts Options) (*Server, error) {
 			Engine: e, Token: opts.Token, Version: opts.Version, Started: opts.Started,
 			Adapters: opts.Adapters, MCP: opts.MCP, Tasks: opts.Tasks, Events: s.serveEvents,
 			Role: opts.ConsoleRole, ProjectDir: opts.ProjectDir, Redact: opts.Redact,
-			MaxMessageChars: opts.MaxInstructionChars, Logger: opts.Logger,
+			MaxMessageChars: opts.MaxInstructionChars, Throttle: s.throttle, Logger: opts.Logger,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("server: %w", err)

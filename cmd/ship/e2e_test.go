@@ -384,6 +384,7 @@ func TestE2EStartRefused(t *testing.T) {
 	}{
 		{"no model configured", baseEnv(), nil, []string{"LLM_PROVIDER", "--offline"}},
 		{"0.0.0.0 without a token", modelEnv(fake), []string{"--host", "0.0.0.0"}, []string{"SHIP_API_TOKEN"}},
+		{"0.0.0.0 with a short token", modelEnv(fake, "SHIP_API_TOKEN=short-s3cret"), []string{"--host", "0.0.0.0"}, []string{"openssl rand -hex 32"}},
 	} {
 		args := append([]string{"start", initProject(t), "--port", fmt.Sprint(freePort(t))}, tc.flags...)
 		_, errOut, code := runShip(t, tc.env, args...)
@@ -393,6 +394,9 @@ func TestE2EStartRefused(t *testing.T) {
 		}
 		if !slices.ContainsFunc(tc.names, func(n string) bool { return strings.Contains(line, n) }) {
 			t.Errorf("%s: stderr %q names none of %q", tc.name, errOut, tc.names)
+		}
+		if strings.Contains(errOut, "short-s3cret") {
+			t.Errorf("%s: stderr shows the token: %q", tc.name, errOut)
 		}
 	}
 }

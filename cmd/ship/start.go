@@ -91,8 +91,9 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err := cfg.LLM.Validate(); err != nil {
 		return err
 	}
-	if cfg.Server.Token == "" && !isLoopbackHost(cfg.Server.Host) {
-		return fmt.Errorf("refusing to listen on %s without an API token: set SHIP_API_TOKEN, or use --host 127.0.0.1", cfg.Server.Host)
+	weakTokens, err := cfg.Server.CheckExposure()
+	if err != nil {
+		return err
 	}
 
 	logDir := ""
@@ -104,6 +105,14 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	defer closeLog()
+	for _, setting := range weakTokens {
+		log.Warn().Str("setting", setting).
+			Msg("API token is easy to guess: accepted on loopback only; make one with `openssl rand -hex 32`")
+	}
+	for _, m := range cfg.UnprovenAPIMembers() {
+		log.Warn().Str("member", m).Msg("a tools.roles member names an api identity no caller has: " +
+			"API callers act as their token's identity (server.tokens), a request's userId is only a label")
+	}
 
 	catalog, err := models.New(cfg.LLM)
 	if err != nil {
@@ -184,7 +193,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	srv, err := server.New(server.Options{
-		Engine: eng, Token: cfg.Server.Token, Version: version, Started: started, Model: modelName,
+		Engine: eng, Token: cfg.Server.Token, Tokens: namedTokens(cfg.Server.Tokens), Version: version, Started: started, Model: modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         mcpServers.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,
@@ -208,7 +217,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 
 	log.Info().Str("model", modelName).Str("project", cfg.Dir).Msg("model ready")
-	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.Token != "").Msg("http api listening")
+	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.AuthOn()).Msg("http api listening")
 	adapterCtx, stopAdapters := context.WithCancel(context.Background())
 	// Its own context, not the adapters': MCP sessions outlive the
 	// platforms at shutdown, until the running message is done (the
@@ -329,10 +338,11 @@ func adapterStatus(running []adapters.Adapter) []server.AdapterStatus {
 	return out
 }
 
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
+// namedTokens hands server.tokens to the server.
+func namedTokens(in []config.NamedToken) []server.NamedToken {
+	out := make([]server.NamedToken, 0, len(in))
+	for _, t := range in {
+		out = append(out, server.NamedToken{Name: t.Name, Token: t.Token, Identity: t.Identity})
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return out
 }

@@ -53,3 +53,20 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Identities of API callers in the tool policy. A platform user is
+// "channel:userId", but an API body's userId is only what the caller says,
+// so an api run acts as who its credential proves it is: these fixed
+// identities, or a named token's own (server.tokens).
+const (
+	// APIAnonymous is every caller while no token is configured (the API
+	// then answers on loopback only), whatever userId it sends. The tool
+	// policy's "api:*" is not meant to cover it: anyone on the machine is
+	// this caller, so a role names it exactly or not at all.
+	APIAnonymous = ChannelAPI + ":anonymous"
+	// APIToken is the holder of the single server token (SHIP_API_TOKEN).
+	APIToken = ChannelAPI + ":token"
+	// APIConsole is the web console's user when a token is configured
+	// (signed in with it); without one the console is APIAnonymous.
+	APIConsole = ChannelAPI + ":console"
+)

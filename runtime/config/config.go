@@ -57,9 +57,13 @@ type Config struct {
 
 // ServerConfig is the HTTP API.
 type ServerConfig struct {
-	Host  string `json:"host,omitempty"`
-	Port  int    `json:"port,omitempty"`
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	// Token is the API's bearer token (SHIP_API_TOKEN); its holder acts as
+	// api:token in the tool policy.
 	Token string `json:"token,omitempty"`
+	// Tokens are more bearer tokens, each acting as its own identity.
+	Tokens []NamedToken `json:"tokens,omitempty"`
 	// CORSOrigins may call the API from a browser ("*" for any); none by
 	// default.
 	CORSOrigins []string `json:"corsOrigins,omitempty"`
@@ -423,6 +427,9 @@ func (c *Config) validate() error {
 	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > llm.MaxMaxTokens {
 		return fmt.Errorf("%w: llm.maxTokens (LLM_MAX_TOKENS) is %d; it must be between 1 and %d (default %d)",
 			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
+	}
+	if err := c.Server.validate(); err != nil {
+		return err
 	}
 	if err := c.validateModels(); err != nil {
 		return err

@@ -112,7 +112,7 @@ func (c Config) ToolPolicy() (*policy.Policy, error) {
 }
 
 // Secrets returns every credential the configuration holds (model key,
-// platform secrets, API token): values that must never reach the model, a
+// platform secrets, API tokens, named ones too): values that must never reach the model, a
 // tool's environment or a log.
 func (c Config) Secrets() []string {
 	a := c.Adapters
@@ -123,6 +123,9 @@ func (c Config) Secrets() []string {
 		a.QQ.AppSecret, a.QQ.WebhookSecret, c.Cluster.NATS.Token,
 	}
 	all = append(all, c.modelKeys()...)
+	for _, t := range c.Server.Tokens {
+		all = append(all, t.Token)
+	}
 	out := all[:0]
 	for _, s := range all {
 		if s != "" {

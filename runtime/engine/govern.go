@@ -62,8 +62,16 @@ func defaultVerdict(tool string, req dispatch.RequestContext) policy.Verdict {
 	return policy.Deny
 }
 
-// identity is how the policy names a person: "channel:userId".
-func identity(req dispatch.RequestContext) string { return req.Channel + ":" + req.UserID }
+// identity is how the policy names a person: "channel:userId". An api
+// message's userId is only what its caller said: the server passes who the
+// token proves as the job's Identity, and an api run without one (none
+// should exist) gets no more than an anonymous caller.
+func identity(req dispatch.RequestContext) string {
+	if req.Channel == chat.ChannelAPI {
+		return chat.APIAnonymous
+	}
+	return req.Channel + ":" + req.UserID
+}
 
 // current returns the policy in force now.
 func (g *governor) current() *policy.Policy {

@@ -18,15 +18,29 @@ import (
 // consoleUser is the api user id of messages sent from the console.
 const consoleUser = "console"
 
+// identity is who the console's user is in the tool policy. Signed in
+// with the token, they are the operator: chat.APIConsole. Without a token
+// anyone on this machine can use the console (any local user or process),
+// as they can the API: they are chat.APIAnonymous, like an API caller.
+func (c *Console) identity() string {
+	if c.opts.Token != "" {
+		return chat.APIConsole
+	}
+	return chat.APIAnonymous
+}
+
 // send queues text in the api chat key as the console's user.
 func (c *Console) send(r *http.Request, key, chatID, text string) error {
 	id := "c-" + randomHex(8)
+	who := c.identity()
 	_, err := c.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
 		ID:      id,
 		Channel: chat.ChannelAPI,
 		ChatKey: key,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: id, UserID: consoleUser,
 			Username: consoleUser, ChatType: "api"},
+		Identity: who,
+		Meta:     map[string]any{"identity": who},
 	})
 	return err
 }

@@ -6,12 +6,18 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shipmyagent/ship/server/internal/throttle"
 )
 
 // Session settings. A session lives in memory: a restart asks for the
@@ -209,7 +215,10 @@ func (c *Console) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	c.renderLogin(w, r, http.StatusOK, "")
 }
 
-// handleLogin exchanges the API token for a session cookie.
+// handleLogin exchanges the API token for a session cookie. Wrong tokens
+// are counted per address (with the API's), and an address that used its
+// allowance up is refused for a while even with the right token, so a
+// guesser never learns it guessed right; people elsewhere sign in as usual.
 func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if c.opts.Token == "" {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -219,15 +228,23 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusForbidden, "Refused: the request came from another site.")
 		return
 	}
-	if !c.logins.allow() {
-		c.renderLogin(w, r, http.StatusTooManyRequests, "Too many wrong tokens; wait a minute and try again.")
-		return
-	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	got := sha256.Sum256([]byte(strings.TrimSpace(r.PostFormValue("token"))))
 	want := sha256.Sum256([]byte(c.opts.Token))
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		c.logins.failed()
+	ok := subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	addr := throttle.Key(r.RemoteAddr)
+	wait, held := c.logins.Check(addr, ok)
+	if held {
+		c.log.Warn().Str("remote", addr).Msg("too many wrong console logins from one address: it is held back for a minute")
+	}
+	if wait > 0 {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		c.renderLogin(w, r, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many wrong tokens from your address; wait %d seconds and try again.", secs))
+		return
+	}
+	if !ok {
 		c.log.Warn().Str("remote", r.RemoteAddr).Msg("console login with a wrong token")
 		c.renderLogin(w, r, http.StatusUnauthorized, "That is not the API token (SHIP_API_TOKEN).")
 		return
@@ -237,12 +254,32 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 }
 
-// safeNext keeps the redirect after login on this site.
+// maxNext bounds the path a login returns to; the console's own are short.
+const maxNext = 2048
+
+// safeNext keeps the redirect after login on this site: a path that
+// starts with one "/", with no backslash, whitespace, control or format
+// character, as given and once more percent-decoded. Anything else goes
+// to "/". Browsers drop tabs and newlines inside a URL and read "\" as
+// "/", so "/\t/evil.example" or "/\evil.example" would leave the site.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if len(next) > maxNext || !cleanPath(next) {
+		return "/"
+	}
+	decoded, err := url.PathUnescape(next)
+	if err != nil || !cleanPath(decoded) {
 		return "/"
 	}
 	return next
+}
+
+func cleanPath(p string) bool {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || !utf8.ValidString(p) {
+		return false
+	}
+	return !strings.ContainsFunc(p, func(r rune) bool {
+		return r == '\\' || unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	})
 }
 
 func (c *Console) handleLogout(w http.ResponseWriter, r *http.Request) {
@@ -251,38 +288,4 @@ func (c *Console) handleLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
-}
-
-// loginLimiter slows down guessing: at most loginFailures wrong tokens a
-// minute, for the whole process.
-type loginLimiter struct {
-	now   func() time.Time
-	mu    sync.Mutex
-	fails []time.Time
-}
-
-const loginFailures = 10
-
-func newLoginLimiter(now func() time.Time) *loginLimiter { return &loginLimiter{now: now} }
-
-func (l *loginLimiter) recent() []time.Time {
-	cut := l.now().Add(-time.Minute)
-	i := 0
-	for i < len(l.fails) && l.fails[i].Before(cut) {
-		i++
-	}
-	l.fails = l.fails[i:]
-	return l.fails
-}
-
-func (l *loginLimiter) allow() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.recent()) < loginFailures
-}
-
-func (l *loginLimiter) failed() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fails = append(l.recent(), l.now())
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/mcp"
 	"github.com/shipmyagent/ship/runtime/tasks"
+	"github.com/shipmyagent/ship/server/internal/throttle"
 )
 
 //go:embed static
@@ -70,7 +71,11 @@ type Options struct {
 	Redact func(string) string
 	// MaxMessageChars caps a message sent from the console; 0 → 10,000.
 	MaxMessageChars int
-	Logger          zerolog.Logger
+	// Throttle counts wrong tokens at the login per address; the server
+	// shares its own, so the API and the login are one allowance. nil → a
+	// throttle of the console's own.
+	Throttle *throttle.Limiter
+	Logger   zerolog.Logger
 }
 
 // Console serves the web console. Create it with New and add its routes
@@ -79,7 +84,7 @@ type Console struct {
 	opts     Options
 	log      zerolog.Logger
 	sessions *sessions
-	logins   *loginLimiter
+	logins   *throttle.Limiter
 	activity *activity
 
 	// Asset versions are hashed on the first page served, so a ship
@@ -110,7 +115,10 @@ func New(opts Options) (*Console, error) {
 		opts:     opts,
 		log:      opts.Logger.With().Str("component", "console").Logger(),
 		sessions: newSessions(time.Now),
-		logins:   newLoginLimiter(time.Now),
+		logins:   opts.Throttle,
+	}
+	if c.logins == nil {
+		c.logins = throttle.New(throttle.Options{})
 	}
 	c.activity = watchActivity(opts.Engine.Events(), time.Now)
 	return c, nil
