@@ -69,7 +69,9 @@
 // The tools object of ship.json; unknown fields are errors that name the
 // field. Roles map identities ("telegram:123456", "feishu:ou_x", "qq:ABCD";
 // a trailing * matches many, like "api:*") to rules; a role with
-// "approve": true may approve. Chats are keyed by a chat-key glob. TTLs are
+// "approve": true may approve. No glob matches AnonymousAPI
+// ("api:anonymous", every unauthenticated API caller): a role takes it in
+// only by that exact member. Chats are keyed by a chat-key glob. TTLs are
 // in seconds; a grant lets its call run grantMaxUses times.
 //
 // A worked example: anyone may chat; only admins may run the shell, "git
