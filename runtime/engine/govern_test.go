@@ -125,7 +125,10 @@ func TestRmRfIsRefusedAndReported(t *testing.T) {
 func TestSecretsNeverReachTheModelTheLogOrTheChatLog(t *testing.T) {
 	const secret = "sk-very-secret-0123456789"
 	t.Setenv("LLM_API_KEY", secret)
-	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy, secrets: []string{secret}, logAll: true})
+	// "$LLM_API_KEY" is parameter expansion, which only a rule without an
+	// argument pattern allows.
+	shell := `{"roles": {"dev": {"members": ["telegram:u1"], "allow": ["exec_shell"]}}}`
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: shell, secrets: []string{secret}, logAll: true})
 	// The variable is gone from the child's environment; the value, put
 	// together and printed anyway, is redacted.
 	h.ask("1", "m1", `run: echo "env=[$LLM_API_KEY]" "sk-very-"secret-0123456789`)

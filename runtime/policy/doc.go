@@ -24,12 +24,26 @@
 // pattern must match every part between shell control operators (; & |
 // && || newline), so "git status*" does not allow "git status; rm -rf /",
 // "git status && x" or "git status | sh"; a command with command
-// substitution ($( or a backtick) or a redirection (< or >) is allowed only
-// by a rule without parentheses. Deny and requireApproval patterns match
-// the whole line or any part of it, also inside substitutions and after
-// prefixes like sudo: "rm *" refuses "git status; sudo rm -rf /". Note that
-// allowing "git *" allows whatever git can be told to do (aliases, -c
-// options, hooks): allow narrowly.
+// substitution ($( or a backtick), a redirection (< or >), parameter
+// expansion ($ outside single quotes) or brace expansion is allowed only
+// by a rule without parentheses. Allow patterns are matched against each
+// part with quotes removed and its paths cleaned lexically ("./docs//a.md"
+// is "docs/a.md"), and a wildcard never matches a ".." path segment: "cat
+// docs/*" allows "cat docs/a.md" but not "cat docs/../.env", however the
+// ".." is quoted or globbed ("docs/'..'", "docs/.?"), and not "cat
+// docs/x/../a.md" either (".." is never cleaned away, as docs/x may be a
+// symlink). Only a pattern that spells ".." out matches it: "cat
+// ../shared/*" allows "cat ../shared/a.md", not "cat ../shared/../x".
+//
+// Deny and requireApproval patterns match the whole line or any part of
+// it, also inside substitutions, with quotes removed or paths cleaned
+// (path.Clean), and from the start of any word or path segment: "rm *"
+// refuses "git status; sudo rm -rf /" and "A=1 /bin/rm -rf /", and "cat
+// /etc/shadow" refuses "cat //etc/./shadow". They match the command as
+// written, not what a program does with it: an allowed "sh -c", "eval",
+// "python -c", "xargs" or "find -exec" can run a denied command in a string
+// no pattern sees, and allowing "git *" allows whatever git can be told to
+// do (aliases, -c options, hooks): allow narrowly.
 //
 // # Layers and verdicts
 //
