@@ -315,6 +315,14 @@ func (p *Policy) Decide(s Subject, c Call, n Narrowing, def Verdict) Decision {
 		return Decision{Verdict: Deny, Layer: LayerDefault, Source: "default",
 			Reason: fmt.Sprintf("%s is denied: its argument is longer than %d KiB", c.Tool, maxArgBytes>>10)}
 	}
+	if c.Arg != "" {
+		if err := checkCommandWords(c.Arg); err != nil {
+			// Whatever the rules: a command word the shell computes
+			// could be anything, and no rule can be checked against it.
+			return Decision{Verdict: Deny, Layer: LayerDefault, Source: "default",
+				Reason: fmt.Sprintf("%s is denied: %v (no rule can be checked against what it runs; write the command out)", c.Tool, err)}
+		}
+	}
 	cmd := parseCommand(c.Arg)
 
 	// 1. Any deny rule of any layer that touches the call denies it.

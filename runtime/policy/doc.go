@@ -45,6 +45,14 @@
 // no pattern sees, and allowing "git *" allows whatever git can be told to
 // do (aliases, -c options, hooks): allow narrowly.
 //
+// A command word that is not a literal ("$x", "${x}", "$(echo rm)", a
+// backtick, a glob like "/bin/r?", a brace expansion "r{m,}") is refused
+// whatever the rules say, even under a rule without parentheses: it could
+// be any command, so no deny rule could be checked against it. So is a
+// command line that does not parse (an unterminated quote). Assignments
+// ("A=1") and redirections before a command word are skipped, however
+// many.
+//
 // # Layers and verdicts
 //
 // Rules come in layers, from low to high: global (the tools object of

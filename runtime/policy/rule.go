@@ -177,7 +177,9 @@ type command struct {
 // This is defence in depth, not a sandbox: a shell can run "rm" in ways no
 // pattern foresees (bash -c, eval, xargs, aliases, scripts). The boundary
 // is the allow list; deny patterns on arguments catch mistakes, not
-// attackers.
+// attackers. Decide also refuses every command whose command word is not
+// a literal (checkCommandWords), the one way around deny patterns a line
+// shows plainly.
 func parseCommand(arg string) command {
 	if arg == "" {
 		return command{}
