@@ -359,3 +359,29 @@ func TestConsoleDecidesApprovalsWithTheChatsRules(t *testing.T) {
 		t.Errorf("exec_shell ran %d times (want once), approvedBy %q", runs, audit)
 	}
 }
+
+func TestApprovalRequestShowsBidiControlsEscaped(t *testing.T) {
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
+	group := chatKeyOf("-1001")
+	done := make(chan ingress.Outcome, 1)
+	// A name and a command that would read backwards, and an invisible
+	// mark: the request must show each as an escape.
+	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{
+		Channel: testChannel, ChatKey: group,
+		Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo safe\u202e txt.exe\u2069 \u200fok", MessageID: "m1",
+			UserID: "u1", Username: "admin\u202enimda\u061c", ChatType: "supergroup"},
+		OnDone: func(o ingress.Outcome) { done <- o },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	req := h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 })
+	for _, want := range []string{`admin\u202enimda\u061c wants to run`, `echo safe\u202e txt.exe\u2069 \u200fok`} {
+		if !strings.Contains(req.Text, want) {
+			t.Errorf("approval request %q does not show %q", req.Text, want)
+		}
+	}
+	if i := strings.IndexAny(req.Text, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"); i >= 0 {
+		t.Errorf("approval request %q has a raw bidi control at byte %d", req.Text, i)
+	}
+}
