@@ -7,7 +7,8 @@ import "testing"
 // change what a path pattern matches.
 func TestPathArgumentsCannotClimbOut(t *testing.T) {
 	p, _ := layered(t, map[Layer]lists{LayerGlobal: {allow: []string{
-		"exec_shell(cat docs/*)", "exec_shell(cat ../shared/*)", "exec_shell(ls -la *)",
+		"exec_shell(cat docs/*)", "exec_shell(cat ../shared/*)", "exec_shell(ls -la *)", "exec_shell(make test)",
+		"exec_shell(git checkout main)", "exec_shell(./gradlew build)",
 	}}})
 	for _, tc := range []struct {
 		arg  string
@@ -22,6 +23,13 @@ func TestPathArgumentsCannotClimbOut(t *testing.T) {
 		{`cat "docs/a b.md"`, Allow},
 		{"cat ../shared/a.md", Allow}, // the pattern spells this ".." out
 		{"ls -la src", Allow},
+		{"make test", Allow},
+		{".//gradlew build", Allow},
+		{"./gradlew build", Allow},
+
+		{"./make test", Deny}, // a file in the folder, not make from PATH
+		{"git checkout ./main", Deny},
+		{"gradlew build", Deny},
 
 		{"cat docs/../../env.sh", Deny},
 		{"cat docs/../ship.json", Deny},

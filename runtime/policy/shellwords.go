@@ -99,7 +99,8 @@ func shellWords(s string) ([]shellWord, error) {
 //     anyway;
 //   - each word is cleaned like a path, lexically: "//" becomes "/" and
 //     "." segments are dropped ("./docs/a.md" is "docs/a.md"), keeping
-//     relative and absolute apart and a trailing "/";
+//     relative and absolute apart, a trailing "/", and a "/" at all ("./x"
+//     stays "./x": to the shell "./make" is not "make");
 //   - ".." is never cleaned away (docs/x may be a symlink, and then
 //     docs/x/.. is not docs): each ".." segment, also one after "=" or ":"
 //     within a segment (--dir=../x, PATH=..:x), becomes dotdot, which
@@ -170,8 +171,13 @@ func (w shellWord) form(pattern bool) string {
 			out = "/" + out
 		}
 	}
-	if out == "" {
+	switch {
+	case out == "":
 		out = "."
+	case len(segs) > 1 && !strings.Contains(out, "/"):
+		// "./make" is not "make", which the shell looks up in PATH, nor
+		// is "./main" to git checkout or "./x" to npm install.
+		out = "./" + out
 	}
 	return out
 }
