@@ -43,6 +43,8 @@ func TestCommandWordMustBeLiteral(t *testing.T) {
 		{"echo $(($x -rf /) )", "$x"},
 		{`$'\x72\x6d' -rf /`, `$'\x72\x6d'`},
 		{"exec $x", "$x"},
+		{"$HOME/bin/tool", "$HOME/bin/tool"},
+		{"${EDITOR:-vi} notes", "${EDITOR:-vi}"},
 		{"echo $(case y in y) $x -rf /;; esac)", "$x"},
 		{"function f { $x -rf /; }; f", "$x"},
 		{"time -p $x -rf /", "$x"},
@@ -78,6 +80,8 @@ func TestCommandWordMustBeLiteral(t *testing.T) {
 		"cat <<EOF\n$HOME\nEOF", "timeout 5 ls", "nohup sleep 1", "echo rm", "echo $(( $(date +%s) - 1 ))",
 		"echo $(( (1+2)*3 ))", "[ -f x ] && echo y", "xargs -I{} echo {}", `'e'"cho" ok`, "echo a\\\n$x",
 		"echo $(case y in y) echo yes;; esac)", "sh -c 'echo $1' _ \"$x\"", "bash -lc 'git status'", "time ls",
+		"git commit -m \"$(cat <<'EOF'\nfix: it's $x\nEOF\n)\"", "cd \"$(git rev-parse --show-toplevel)\" && make",
+		"for f in *.go; do gofmt -l \"$f\"; done", "while read -r l; do echo \"$l\"; done < f", "exec 3>&1",
 	} {
 		if got := p.Decide(subj, Call{"exec_shell", arg}, Narrowing{}, Deny); got.Verdict != Allow {
 			t.Errorf("%q: got %+v, want allow", arg, got)
