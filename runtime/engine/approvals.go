@@ -144,6 +144,8 @@ func (e *Engine) approvalRefusal(err error, code string, approve bool, pol *poli
 	}
 	code = strings.ToUpper(strings.TrimSpace(code))
 	a, _ := e.gov.approvals.Get(code)
+	// The code is as typed, and DecidedBy an identity: both are shown.
+	code, a.DecidedBy = policy.VisibleLine(code), policy.VisibleLine(a.DecidedBy)
 	switch {
 	case errors.Is(err, policy.ErrUnknownCode):
 		return fmt.Sprintf("There is no approval with code %s.", code)
@@ -179,12 +181,13 @@ func routeOf(a policy.Approval) (dispatch.RequestContext, bool) {
 	return route, true
 }
 
-// callText shows a call in one line: "exec_shell `git log -3`".
+// callText shows a call in one line: "exec_shell `git log -3`", with
+// invisible characters shown (policy.Visible).
 func callText(a policy.Approval) string {
 	if a.Arg != "" {
-		return fmt.Sprintf("%s `%s`", a.Tool, clip(a.Arg, 200))
+		return fmt.Sprintf("%s `%s`", policy.VisibleLine(a.Tool), policy.Visible(clip(a.Arg, 200)))
 	}
-	return a.Tool
+	return policy.VisibleLine(a.Tool)
 }
 
 // announce tells an approval's chat what became of it, in the background

@@ -209,14 +209,16 @@ func (g *governor) post(ctx context.Context, req dispatch.RequestContext, text, 
 }
 
 // approvalText is what the chat sees: what would run, who asked, who may
-// answer, the code and until when.
+// answer, the code and until when. Names and the call are shown with
+// policy.Visible, so a bidi control cannot make them read as something
+// else.
 func approvalText(a policy.Approval, approvers []string, req dispatch.RequestContext) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Approval needed, code %s\n%s wants to run %s", a.Code, who(req.Username, a.Identity), a.Tool)
+	fmt.Fprintf(&b, "Approval needed, code %s\n%s wants to run %s", a.Code, who(req.Username, a.Identity), policy.VisibleLine(a.Tool))
 	if a.Arg != "" {
-		fmt.Fprintf(&b, ":\n%s", clip(a.Arg, 500))
+		fmt.Fprintf(&b, ":\n%s", policy.Visible(clip(a.Arg, 500)))
 	} else {
-		fmt.Fprintf(&b, " with %s", clip(string(a.ArgsJSON), 300))
+		fmt.Fprintf(&b, " with %s", policy.Visible(clip(string(a.ArgsJSON), 300)))
 	}
 	switch len(approvers) {
 	case 0:
@@ -228,10 +230,11 @@ func approvalText(a policy.Approval, approvers []string, req dispatch.RequestCon
 	return b.String()
 }
 
-// who names a person for the chat: their display name when known.
+// who names a person for the chat: their display name when known, on one
+// line and with invisible characters shown (policy.VisibleLine).
 func who(username, identity string) string {
 	if username != "" {
-		return username
+		return policy.VisibleLine(username)
 	}
-	return identity
+	return policy.VisibleLine(identity)
 }

@@ -125,7 +125,10 @@ func TestRmRfIsRefusedAndReported(t *testing.T) {
 func TestSecretsNeverReachTheModelTheLogOrTheChatLog(t *testing.T) {
 	const secret = "sk-very-secret-0123456789"
 	t.Setenv("LLM_API_KEY", secret)
-	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy, secrets: []string{secret}, logAll: true})
+	// "$LLM_API_KEY" is parameter expansion, which only a rule without an
+	// argument pattern allows.
+	shell := `{"roles": {"dev": {"members": ["telegram:u1"], "allow": ["exec_shell"]}}}`
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: shell, secrets: []string{secret}, logAll: true})
 	// The variable is gone from the child's environment; the value, put
 	// together and printed anyway, is redacted.
 	h.ask("1", "m1", `run: echo "env=[$LLM_API_KEY]" "sk-very-"secret-0123456789`)
@@ -354,5 +357,31 @@ func TestConsoleDecidesApprovalsWithTheChatsRules(t *testing.T) {
 	}
 	if runs != 1 || audit != "console:admin" {
 		t.Errorf("exec_shell ran %d times (want once), approvedBy %q", runs, audit)
+	}
+}
+
+func TestApprovalRequestShowsBidiControlsEscaped(t *testing.T) {
+	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
+	group := chatKeyOf("-1001")
+	done := make(chan ingress.Outcome, 1)
+	// A name and a command that would read backwards, and an invisible
+	// mark: the request must show each as an escape.
+	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{
+		Channel: testChannel, ChatKey: group,
+		Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo safe\u202e txt.exe\u2069 \u200fok", MessageID: "m1",
+			UserID: "u1", Username: "admin\u202enimda\u061c", ChatType: "supergroup"},
+		OnDone: func(o ingress.Outcome) { done <- o },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	req := h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 })
+	for _, want := range []string{`admin\u202enimda\u061c wants to run`, `echo safe\u202e txt.exe\u2069 \u200fok`} {
+		if !strings.Contains(req.Text, want) {
+			t.Errorf("approval request %q does not show %q", req.Text, want)
+		}
+	}
+	if i := strings.IndexAny(req.Text, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"); i >= 0 {
+		t.Errorf("approval request %q has a raw bidi control at byte %d", req.Text, i)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/policy"
 )
 
 // GET /api/tools must tell the truth about what a run offers: the report
@@ -51,5 +52,14 @@ func TestTheToolsReportOffersWhatARealRunOffers(t *testing.T) {
 		if want := c.chatType == "api"; slices.Contains(ran, "chat_contact_send") != want {
 			t.Errorf("%s: chat_contact_send offered = %v, want %v", c.chatKey, !want, want)
 		}
+	}
+}
+
+// The policy package imports nothing of ship, so it names the anonymous
+// API caller itself; the server names callers with chat's constant. They
+// must be one identity, or no role rule about anonymous callers would hold.
+func TestTheAnonymousAPIIdentityIsOneName(t *testing.T) {
+	if chat.APIAnonymous != policy.AnonymousAPI {
+		t.Fatalf("chat.APIAnonymous %q != policy.AnonymousAPI %q", chat.APIAnonymous, policy.AnonymousAPI)
 	}
 }

@@ -208,6 +208,14 @@ func rules(fields map[string]json.RawMessage, where string) (ruleSet, error) {
 		if *l.dst, err = ruleList(list, where+"."+l.name); err != nil {
 			return rs, err
 		}
+		if l.name != "allow" {
+			continue
+		}
+		for i, r := range rs.allow {
+			if r.hasArg && r.formErr != nil {
+				return rs, fmt.Errorf("%w: %s.allow[%d]: %q can never allow a command: its pattern has %v", ErrConfig, where, i, r.text, r.formErr)
+			}
+		}
 	}
 	return rs, nil
 }

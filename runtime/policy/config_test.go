@@ -29,6 +29,8 @@ func TestParseStrict(t *testing.T) {
 		{"no tool", `{"allow": ["(git *)"]}`, []string{"no tool name"}},
 		{"bad tool char", `{"requireApproval": ["exec shell"]}`, []string{"tools.requireApproval[0]", `character ' '`}},
 		{"stray paren", `{"allow": ["exec_shell)"]}`, []string{`character ')'`}},
+		{"allow with $", `{"allow": ["exec_shell(echo $HOME)"]}`, []string{"tools.allow[0]", "can never allow", "parameter expansion"}},
+		{"allow with open quote", `{"roles": {"a": {"allow": ["exec_shell(echo 'x)"]}}}`, []string{"tools.roles.a.allow[0]", "unterminated quote"}},
 		{"control char", `{"allow": ["exec_shell(a\u0001)"]}`, []string{"control character"}},
 		{"bad role rule", `{"roles": {"a": {"allow": ["x("]}}}`, []string{"tools.roles.a.allow[0]"}},
 		{"bad chat rule", `{"chats": {"c": {"deny": ["x y"]}}}`, []string{"tools.chats.c.deny[0]"}},

@@ -53,6 +53,13 @@ type Subject struct {
 	ChatKey  string // like "telegram:chat:-100123"
 }
 
+// AnonymousAPI is the identity of every HTTP API caller that did not
+// authenticate. Role membership never matches it by a glob: "api:*" (or
+// "api:a*") stands for the API clients someone identified, not for
+// whoever reaches the port, so only a member written out exactly as
+// "api:anonymous" takes it in. Server code names callers with it.
+const AnonymousAPI = "api:anonymous"
+
 // Call is one tool call.
 type Call struct {
 	Tool string // like "exec_shell" or "mcp.github.create_issue"
@@ -186,13 +193,17 @@ func (p *Policy) applicable(s Subject, tool string, n Narrowing) ([]srcRule, err
 	return out, nil
 }
 
-// has reports whether identity is a member of the role.
+// has reports whether identity is a member of the role. AnonymousAPI is
+// a member only where it is written out.
 func (r role) has(identity string) bool {
 	if identity == "" {
 		return false
 	}
 	for _, m := range r.members {
-		if m == identity || strings.HasSuffix(m, "*") && strings.HasPrefix(identity, strings.TrimSuffix(m, "*")) {
+		if m == identity {
+			return true
+		}
+		if identity != AnonymousAPI && strings.HasSuffix(m, "*") && strings.HasPrefix(identity, strings.TrimSuffix(m, "*")) {
 			return true
 		}
 	}
@@ -303,6 +314,14 @@ func (p *Policy) Decide(s Subject, c Call, n Narrowing, def Verdict) Decision {
 	if len(c.Arg) > maxArgBytes {
 		return Decision{Verdict: Deny, Layer: LayerDefault, Source: "default",
 			Reason: fmt.Sprintf("%s is denied: its argument is longer than %d KiB", c.Tool, maxArgBytes>>10)}
+	}
+	if c.Arg != "" {
+		if err := checkCommandWords(c.Arg); err != nil {
+			// Whatever the rules: a command word the shell computes
+			// could be anything, and no rule can be checked against it.
+			return Decision{Verdict: Deny, Layer: LayerDefault, Source: "default",
+				Reason: fmt.Sprintf("%s is denied: %v (no rule can be checked against what it runs; write the command out)", c.Tool, err)}
+		}
 	}
 	cmd := parseCommand(c.Arg)
 

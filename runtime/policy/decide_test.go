@@ -411,3 +411,39 @@ func TestChatsMergeIntoOneLayer(t *testing.T) {
 		t.Errorf("the other chat: %+v", got)
 	}
 }
+
+// TestAnonymousAPIMatchesOnlyByName: no member glob takes in the
+// identity every unauthenticated API caller has.
+func TestAnonymousAPIMatchesOnlyByName(t *testing.T) {
+	p, err := Parse(json.RawMessage(`{"roles": {
+		"api":   {"members": ["api:*"], "allow": ["exec_shell"], "approve": true},
+		"a":     {"members": ["api:a*", "api:anon*"]},
+		"anon":  {"members": ["api:anonymous"], "allow": ["chat_send"]}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := AnonymousAPI
+	if anon != "api:anonymous" {
+		t.Fatalf("AnonymousAPI = %q: the server and ship.json spell it api:anonymous", anon)
+	}
+	if got := p.Roles(anon); !slices.Equal(got, []string{"anon"}) {
+		t.Errorf("Roles(%q) = %v, want [anon]", anon, got)
+	}
+	if got := p.Roles("api:anonymous2"); !slices.Equal(got, []string{"a", "api"}) {
+		t.Errorf("Roles(api:anonymous2) = %v, want [a api]", got)
+	}
+	if p.CanApprove(anon) {
+		t.Error("api:* lets the anonymous caller approve")
+	}
+	s := Subject{Identity: anon, ChatKey: "api:chat:default"}
+	if got := p.Decide(s, Call{"exec_shell", "ls"}, Narrowing{}, Deny); got.Verdict != Deny || got.Layer != LayerDefault {
+		t.Errorf("anonymous exec_shell: %+v, want denied by default", got)
+	}
+	if p.Offered(s, "exec_shell", Narrowing{}, Deny) {
+		t.Error("exec_shell offered to the anonymous caller")
+	}
+	if got := p.Rules(s, "chat_send"); len(got) != 1 || got[0].Source != "role anon" {
+		t.Errorf("Rules = %+v, want the anon role's rule", got)
+	}
+}

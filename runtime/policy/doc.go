@@ -24,12 +24,34 @@
 // pattern must match every part between shell control operators (; & |
 // && || newline), so "git status*" does not allow "git status; rm -rf /",
 // "git status && x" or "git status | sh"; a command with command
-// substitution ($( or a backtick) or a redirection (< or >) is allowed only
-// by a rule without parentheses. Deny and requireApproval patterns match
-// the whole line or any part of it, also inside substitutions and after
-// prefixes like sudo: "rm *" refuses "git status; sudo rm -rf /". Note that
-// allowing "git *" allows whatever git can be told to do (aliases, -c
-// options, hooks): allow narrowly.
+// substitution ($( or a backtick), a redirection (< or >), parameter
+// expansion ($ outside single quotes) or brace expansion is allowed only
+// by a rule without parentheses. Allow patterns are matched against each
+// part with quotes removed and its paths cleaned lexically ("./docs//a.md"
+// is "docs/a.md"), and a wildcard never matches a ".." path segment: "cat
+// docs/*" allows "cat docs/a.md" but not "cat docs/../.env", however the
+// ".." is quoted or globbed ("docs/'..'", "docs/.?"), and not "cat
+// docs/x/../a.md" either (".." is never cleaned away, as docs/x may be a
+// symlink). Only a pattern that spells ".." out matches it: "cat
+// ../shared/*" allows "cat ../shared/a.md", not "cat ../shared/../x".
+//
+// Deny and requireApproval patterns match the whole line or any part of
+// it, also inside substitutions, with quotes removed or paths cleaned
+// (path.Clean), and from the start of any word or path segment: "rm *"
+// refuses "git status; sudo rm -rf /" and "A=1 /bin/rm -rf /", and "cat
+// /etc/shadow" refuses "cat //etc/./shadow". They match the command as
+// written, not what a program does with it: an allowed "sh -c", "eval",
+// "python -c", "xargs" or "find -exec" can run a denied command in a string
+// no pattern sees, and allowing "git *" allows whatever git can be told to
+// do (aliases, -c options, hooks): allow narrowly.
+//
+// A command word that is not a literal ("$x", "${x}", "$(echo rm)", a
+// backtick, a glob like "/bin/r?", a brace expansion "r{m,}") is refused
+// whatever the rules say, even under a rule without parentheses: it could
+// be any command, so no deny rule could be checked against it. So is a
+// command line that does not parse (an unterminated quote). Assignments
+// ("A=1") and redirections before a command word are skipped, however
+// many.
 //
 // # Layers and verdicts
 //
@@ -69,7 +91,9 @@
 // The tools object of ship.json; unknown fields are errors that name the
 // field. Roles map identities ("telegram:123456", "feishu:ou_x", "qq:ABCD";
 // a trailing * matches many, like "api:*") to rules; a role with
-// "approve": true may approve. Chats are keyed by a chat-key glob. TTLs are
+// "approve": true may approve. No glob matches AnonymousAPI
+// ("api:anonymous", every unauthenticated API caller): a role takes it in
+// only by that exact member. Chats are keyed by a chat-key glob. TTLs are
 // in seconds; a grant lets its call run grantMaxUses times.
 //
 // A worked example: anyone may chat; only admins may run the shell, "git

