@@ -166,9 +166,6 @@ func TestABodyUserIDCannotChangeANamedTokensIdentity(t *testing.T) {
 }
 
 func TestAPIStarDoesNotCoverAnonymousCallers(t *testing.T) {
-	if mustPolicy(t, `{"roles": {"r": {"members": ["api:*"], "approve": true}}}`).CanApprove(chat.APIAnonymous) {
-		t.Skip(`runtime/policy still lets "api:*" match api:anonymous; the policy change that stops it makes this test run`)
-	}
 	pol := `{"roles": {"everyone": {"members": ["api:*"], "allow": ["exec_shell"]}}}`
 	e := shellEnv(t, pol, setup{})
 	if got := e.ask(nil, nil); got != "no shell" {
