@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
-	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/server"
 )
