@@ -437,3 +437,27 @@ func firstLine(s, with string) string {
 	}
 	return ""
 }
+
+// BenchmarkExecShellPlain and BenchmarkExecShellSandboxed* measure one
+// `true` through exec_shell, unsandboxed and in bwrap (a network namespace
+// of its own, or the host's): the sandbox's cost per command.
+func BenchmarkExecShellPlain(b *testing.B) {
+	benchExec(b, tools.NewExecShell(tools.ExecShellOptions{Dir: b.TempDir(), Sandbox: tools.SandboxOff}))
+}
+
+func BenchmarkExecShellSandboxed(b *testing.B) {
+	benchExec(b, sandboxed(b, tools.ExecShellOptions{Dir: b.TempDir()}))
+}
+
+func BenchmarkExecShellSandboxedWithNetwork(b *testing.B) {
+	benchExec(b, sandboxed(b, tools.ExecShellOptions{Dir: b.TempDir(), Network: true}))
+}
+
+func benchExec(b *testing.B, sh *tools.ExecShell) {
+	args := json.RawMessage(`{"command":"true"}`)
+	for b.Loop() {
+		if res := sh.Call(context.Background(), args); !res.OK {
+			b.Fatal(res.Content)
+		}
+	}
+}
