@@ -26,9 +26,6 @@ const (
 	SandboxOff SandboxMode = "off"
 )
 
-// installHint is what a person does to get the sandbox.
-const installHint = "install bubblewrap (apt-get install bubblewrap) and restart ship"
-
 // SandboxStatus is the state of exec_shell's sandbox, as GET /api/tools and
 // `ship start` show it.
 type SandboxStatus struct {
@@ -124,9 +121,9 @@ func (s *sandbox) current() SandboxStatus {
 		st.Reason = "tools.exec.sandbox is off"
 	case s.bwrap == "" && s.mode == SandboxRequired:
 		st.Refusing = true
-		st.Reason = fmt.Sprintf("tools.exec.sandbox is required and %s: %s", s.missing, installHint)
+		st.Reason = "tools.exec.sandbox is required and " + s.missing
 	case s.bwrap == "":
-		st.Reason = fmt.Sprintf("%s: %s", s.missing, installHint)
+		st.Reason = s.missing
 	default:
 		st.Reason = "not checked yet"
 	}

@@ -27,7 +27,7 @@ type bwrapLayout struct {
 func findBwrap(name string) (string, error) {
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("bwrap (bubblewrap) was not found (%w)", err)
+		return "", fmt.Errorf("bwrap was not found (%w): install bubblewrap (apt-get install bubblewrap) and restart ship", err)
 	}
 	return path, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -15,12 +16,16 @@ import (
 )
 
 func TestSandboxRequiredWithoutBwrapRefusesEveryCommand(t *testing.T) {
+	hint := "apt-get install bubblewrap"
+	if runtime.GOOS != "linux" {
+		hint = "needs Linux"
+	}
 	dir := t.TempDir()
 	var logs logbuf.Buffer
 	sh := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, Sandbox: tools.SandboxRequired,
 		Bwrap: filepath.Join(t.TempDir(), "bwrap"), Logger: zerolog.New(&logs)})
 	// Known at once, before any check: ship start prints it.
-	if st := sh.SandboxStatus(); !st.Refusing || st.Active || !strings.Contains(st.Reason, "apt-get install bubblewrap") {
+	if st := sh.SandboxStatus(); !st.Refusing || st.Active || !strings.Contains(st.Reason, hint) {
 		t.Errorf("status before the check: %+v", st)
 	}
 	res := sh.Call(context.Background(), json.RawMessage(`{"command":"touch ran"}`))
@@ -28,7 +33,7 @@ func TestSandboxRequiredWithoutBwrapRefusesEveryCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.Content), &got); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"refuses", `tools.exec.sandbox is required`, "apt-get install bubblewrap"} {
+	for _, want := range []string{"refuses", `tools.exec.sandbox is required`, hint} {
 		if res.OK || !strings.Contains(got.Error, want) {
 			t.Errorf("answer lacks %q: %s", want, res.Content)
 		}
