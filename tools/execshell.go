@@ -75,9 +75,10 @@ type ExecShellOptions struct {
 }
 
 // ExecShell is the exec_shell tool: it runs `sh -c command` in Dir, in a
-// sandbox when one works (see SandboxMode), with a timeout, in a process group of its own that is killed whole when the
-// command ends, times out or the run is cancelled, with the environment
-// stripped of secrets and the output capped and redacted. Whether a command
+// sandbox when one works (see SandboxMode), with a timeout, in a process
+// group of its own that is killed whole when the command ends, times out or
+// the run is cancelled, with the environment stripped of secrets and the
+// output capped and redacted. Whether a command
 // may run at all is for the caller to decide (see ExecShellCommand). It is
 // safe for concurrent use.
 type ExecShell struct {
