@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/tools"
 )
 
 type chatSummary struct {
@@ -127,5 +129,25 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, codeInvalidInput, "user, chatKey or command is too long")
 		return
 	}
-	writeJSON(w, r, http.StatusOK, s.opts.Engine.Tools(chatKey, user, command))
+	writeJSON(w, r, http.StatusOK, toolsAnswer{ToolsReport: s.opts.Engine.Tools(chatKey, user, command), Sandbox: s.sandbox()})
+}
+
+// toolsAnswer is GET /api/tools: the report, and exec_shell's sandbox when
+// exec_shell is there.
+type toolsAnswer struct {
+	engine.ToolsReport
+	Sandbox *tools.SandboxStatus `json:"sandbox,omitempty"`
+}
+
+// sandboxed is a tool that runs commands in a sandbox (exec_shell).
+type sandboxed interface{ SandboxStatus() tools.SandboxStatus }
+
+func (s *Server) sandbox() *tools.SandboxStatus {
+	for _, t := range s.opts.Engine.Runtime().Tools() {
+		if sb, ok := t.(sandboxed); ok {
+			st := sb.SandboxStatus()
+			return &st
+		}
+	}
+	return nil
 }

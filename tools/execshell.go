@@ -59,12 +59,26 @@ type ExecShellOptions struct {
 	// Logger receives one line per command (field tool=exec_shell) with
 	// the redacted command, the exit code and the duration.
 	Logger zerolog.Logger
+
+	// Sandbox says whether commands run in a bubblewrap sandbox (see
+	// bwrapArgv); the zero value is SandboxAuto.
+	Sandbox SandboxMode
+	// Network keeps the host's network inside the sandbox.
+	Network bool
+	// Hidden names what a sandboxed command must not see in Dir (ship.json,
+	// .env, .ship: config.PrivateNames).
+	Hidden []string
+	// Bwrap is the bwrap program, a path or a name looked up on PATH;
+	// "" means "bwrap". Tests point it at nothing to see a missing
+	// sandbox.
+	Bwrap string
 }
 
-// ExecShell is the exec_shell tool: it runs `sh -c command` in Dir with a
-// timeout, in a process group of its own that is killed whole when the
-// command ends, times out or the run is cancelled, with the environment
-// stripped of secrets and the output capped and redacted. Whether a command
+// ExecShell is the exec_shell tool: it runs `sh -c command` in Dir, in a
+// sandbox when one works (see SandboxMode), with a timeout, in a process
+// group of its own that is killed whole when the command ends, times out or
+// the run is cancelled, with the environment stripped of secrets and the
+// output capped and redacted. Whether a command
 // may run at all is for the caller to decide (see ExecShellCommand). It is
 // safe for concurrent use.
 type ExecShell struct {
@@ -75,6 +89,7 @@ type ExecShell struct {
 	dropEnv        map[string]bool
 	secrets        *secrets.Set
 	log            zerolog.Logger
+	sandbox        *sandbox
 }
 
 // NewExecShell builds exec_shell from opts, filling in the defaults.
@@ -92,6 +107,7 @@ func NewExecShell(opts ExecShellOptions) *ExecShell {
 			t.dir = abs
 		}
 	}
+	t.sandbox = newSandbox(opts, sandboxDir(t.dir), t.log)
 	if t.maxTimeout <= 0 {
 		t.maxTimeout = DefaultExecMaxTimeout
 	}
@@ -111,6 +127,28 @@ func NewExecShell(opts ExecShellOptions) *ExecShell {
 	return t
 }
 
+// sandboxDir is the project folder as the sandbox binds it: absolute, with
+// symlinks resolved, so that the names it hides are found where they
+// really are.
+func sandboxDir(dir string) string {
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return dir
+}
+
+// SandboxStatus reports the sandbox as known now, without waiting for its
+// check (Checked is false until then).
+func (t *ExecShell) SandboxStatus() SandboxStatus { return t.sandbox.current() }
+
+// CheckSandbox checks, once, that the sandbox works, logs the outcome and
+// returns it. The first command does it if nothing did before; ship start
+// does it in the background so that the answer is in the log early.
+func (t *ExecShell) CheckSandbox(ctx context.Context) SandboxStatus { return t.sandbox.check(ctx) }
+
 // Definition describes exec_shell to the model.
 func (t *ExecShell) Definition() llms.FunctionDefinition {
 	where := "the project folder " + t.dir
@@ -123,8 +161,8 @@ func (t *ExecShell) Definition() llms.FunctionDefinition {
 			"The command has no input (stdin is empty) and no terminal. It is stopped, with every process it started, "+
 			"when it times out (default %s, at most %s) or when it finishes: nothing keeps running in the background. "+
 			"Only the first %d bytes of stdout and of stderr come back; the rest is counted and dropped, so filter long output (head, grep). "+
-			"Credentials are not in its environment and are shown as <redacted>.",
-			where, t.defaultTimeout, t.maxTimeout, t.maxOutput),
+			"Credentials are not in its environment and are shown as <redacted>.%s",
+			where, t.defaultTimeout, t.maxTimeout, t.maxOutput, t.sandbox.check(context.Background()).describe()),
 		Parameters: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
@@ -203,15 +241,20 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 	if err := ctx.Err(); err != nil {
 		return failure("the run was cancelled before the command started: " + err.Error())
 	}
+	box := t.sandbox.check(ctx)
+	if box.Refusing {
+		t.log.Error().Str("command", logged).Str("reason", box.Reason).Msg("exec_shell: refused, no working sandbox")
+		return failure(refusal(box))
+	}
 	timeout, clamped := t.timeout(in.TimeoutMs)
-	limit := t.maxOutput + t.secrets.Lookahead()
-	out, err := runGroup(ctx, runSpec{
-		command: in.Command,
-		dir:     t.dir,
-		env:     t.environ(),
-		timeout: timeout,
-		keep:    limit,
-	})
+	spec := runSpec{argv: []string{"/bin/sh", "-c", in.Command}, dir: t.dir, env: t.environ(), timeout: timeout,
+		keep: t.maxOutput + t.secrets.Lookahead()}
+	if box.Active {
+		// bwrap itself gets an empty environment too: it is pid 1 in the
+		// sandbox, and a command may read /proc/1/environ.
+		spec.argv, spec.env = t.sandbox.argv(in.Command), []string{}
+	}
+	out, err := runGroup(ctx, spec)
 	if err != nil {
 		t.log.Error().Err(err).Str("command", logged).Msg("exec_shell: the command could not be run")
 		return failure(t.secrets.Redact(fmt.Sprintf("the command could not be run: %v", err)))
@@ -262,7 +305,7 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 	if out.detached || out.killErr != nil {
 		ev = t.log.Warn().AnErr("killError", out.killErr)
 	}
-	ev.Str("command", logged).Int("exitCode", out.exitCode).Int64("durationMs", out.duration.Milliseconds()).
+	ev.Str("command", logged).Bool("sandboxed", box.Active).Int("exitCode", out.exitCode).Int64("durationMs", out.duration.Milliseconds()).
 		Bool("timedOut", out.timedOut).Bool("cancelled", out.cancelled).Str("signal", out.signal).
 		Int64("stdoutBytes", out.stdout.total).Int64("stderrBytes", out.stderr.total).Bool("detached", out.detached).
 		Msg("exec_shell: command finished")

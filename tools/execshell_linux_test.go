@@ -27,6 +27,14 @@ import (
 // never a timing measurement.
 const hangGuard = 60 * time.Second
 
+// unsandboxed is exec_shell without the sandbox, for the tests of what
+// holds either way (the process group, the secret filter): their commands
+// report pids the host can look up, which a pid namespace would not.
+func unsandboxed(opts tools.ExecShellOptions) *tools.ExecShell {
+	opts.Sandbox = tools.SandboxOff
+	return tools.NewExecShell(opts)
+}
+
 // call calls exec_shell with a command (and a timeout in ms when > 0) and
 // decodes the answer; it is safe off the test goroutine.
 func call(ctx context.Context, sh *tools.ExecShell, command string, timeoutMs float64) (agent.ToolResult, execResult, error) {
@@ -146,7 +154,7 @@ func requireGone(t *testing.T, pgid int, pids ...int) {
 }
 
 func TestExecShellReturnsOutputAndExitCode(t *testing.T) {
-	sh := tools.NewExecShell(tools.ExecShellOptions{Dir: t.TempDir()})
+	sh := unsandboxed(tools.ExecShellOptions{Dir: t.TempDir()})
 	res, got := run(t, context.Background(), sh, "echo out; echo err >&2; exit 3", 0)
 	if res.OK || got.ExitCode != 3 || got.Stdout != "out\n" || got.Stderr != "err\n" || !strings.Contains(got.Error, "exited with code 3") {
 		t.Errorf("exit 3: %s", res.Content)
@@ -190,7 +198,9 @@ func TestExecShellHidesSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs logbuf.Buffer
-	sh := tools.NewExecShell(tools.ExecShellOptions{
+	// Unsandboxed: this is the second layer, for when the sandbox is off
+	// (a sandboxed command sees none of ship's environment at all).
+	sh := unsandboxed(tools.ExecShellOptions{
 		Dir:     dir,
 		DropEnv: []string{"LLM_API_KEY"},
 		Secrets: []string{fileSecret + "\n", short, "abcdefgh", "efghijkl"},
@@ -274,7 +284,7 @@ func TestExecShellClampsTheTimeout(t *testing.T) {
 
 func TestExecShellTimeoutKillsTheWholeGroup(t *testing.T) {
 	dir := t.TempDir()
-	sh := tools.NewExecShell(tools.ExecShellOptions{Dir: dir})
+	sh := unsandboxed(tools.ExecShellOptions{Dir: dir})
 	// A background child, a grandchild in a subshell, then the shell's own
 	// pid (the group id) once both are recorded; then it outsleeps the
 	// timeout.
@@ -294,7 +304,7 @@ sleep 100`
 
 func TestExecShellCancellationKillsTheWholeGroup(t *testing.T) {
 	dir := t.TempDir()
-	sh := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, DefaultTimeout: 10 * time.Minute, MaxTimeout: 10 * time.Minute})
+	sh := unsandboxed(tools.ExecShellOptions{Dir: dir, DefaultTimeout: 10 * time.Minute, MaxTimeout: 10 * time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type answer struct {
@@ -333,7 +343,7 @@ func TestExecShellCancellationKillsTheWholeGroup(t *testing.T) {
 
 func TestExecShellKillsBackgroundChildrenWhenTheShellExits(t *testing.T) {
 	dir := t.TempDir()
-	sh := tools.NewExecShell(tools.ExecShellOptions{Dir: dir})
+	sh := unsandboxed(tools.ExecShellOptions{Dir: dir})
 	// The child holds stdout open; the call must not wait for it.
 	res, got := run(t, context.Background(), sh, `sleep 100 & echo $! > child.pid; echo $$ > sh.pid; echo done`, 0)
 	if !res.OK || got.Stdout != "done\n" || got.Warning != "" {
@@ -345,7 +355,7 @@ func TestExecShellKillsBackgroundChildrenWhenTheShellExits(t *testing.T) {
 
 func TestExecShellDoesNotHangOnADetachedProcess(t *testing.T) {
 	dir := t.TempDir()
-	sh := tools.NewExecShell(tools.ExecShellOptions{Dir: dir})
+	sh := unsandboxed(tools.ExecShellOptions{Dir: dir})
 	// setsid leaves the group, so the kill cannot reach it; it keeps stdout
 	// open, and the call must still return, with a warning.
 	// The shell waits until the child has its own session (field 6 of

@@ -13,7 +13,7 @@ import (
 
 // runSpec is one command for runGroup.
 type runSpec struct {
-	command string
+	argv    []string // sh -c command, or bwrap ... sh -c command
 	dir     string
 	env     []string
 	timeout time.Duration

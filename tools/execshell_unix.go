@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -18,8 +19,8 @@ import (
 // it, and it is not waited for longer.
 const pipeGrace = 2 * time.Second
 
-// runGroup runs spec.command with `sh -c` as the leader of a new process
-// group and kills the whole group with SIGKILL when the shell exits, when
+// runGroup runs spec.argv (`sh -c command`, or bwrap running it) as the
+// leader of a new process group and kills the whole group with SIGKILL when the shell exits, when
 // the timeout passes or when ctx ends, so no child outlives the call.
 //
 // The output goes to pipes of our own rather than through exec's copying,
@@ -40,7 +41,7 @@ func runGroup(ctx context.Context, spec runSpec) (runOutcome, error) {
 	}
 	defer closeAll(stdoutR, stderrR)
 
-	cmd := exec.Command("/bin/sh", "-c", spec.command)
+	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
 	cmd.Stdout = stdoutW
@@ -50,7 +51,7 @@ func runGroup(ctx context.Context, spec runSpec) (runOutcome, error) {
 	err = cmd.Start()
 	closeAll(stdoutW, stderrW) // the child has its copies
 	if err != nil {
-		return out, fmt.Errorf("starting sh: %w", err)
+		return out, fmt.Errorf("starting %s: %w", filepath.Base(spec.argv[0]), err)
 	}
 	pgid := cmd.Process.Pid
 
@@ -96,7 +97,7 @@ func runGroup(ctx context.Context, spec runSpec) (runOutcome, error) {
 
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		return out, fmt.Errorf("waiting for sh: %w", waitErr)
+		return out, fmt.Errorf("waiting for %s: %w", filepath.Base(spec.argv[0]), waitErr)
 	}
 	out.exitCode = cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

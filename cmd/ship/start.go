@@ -134,6 +134,11 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	// One exec_shell: offered when ship.json turns it on, and its secret
 	// redaction used for every tool's audit entry either way.
 	shell := newExecShell(cfg, log)
+	if cfg.Tools.Exec.Enabled {
+		// In the background: running bwrap once takes longer than the rest
+		// of start-up, and its outcome is logged either way.
+		go shell.CheckSandbox(context.Background())
+	}
 	mcpServers := newMCP(cfg, log)
 	// Closed after the engine: the running message may still call MCP tools.
 	defer mcpServers.close()
@@ -250,6 +255,9 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
 	}
 	printReady(cmd.OutOrStdout(), ln.Addr().String(), modelName, cfg.Dir, time.Since(started), cfg.Server.ConsoleOn())
+	if cfg.Tools.Exec.Enabled {
+		fmt.Fprintf(cmd.OutOrStdout(), "exec_shell: %s\n", shell.SandboxStatus().Summary())
+	}
 
 	select {
 	case <-ctx.Done():
@@ -272,12 +280,15 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 }
 
 // newExecShell builds exec_shell as ship.json sets it up: in the project
-// folder, without the secrets ship knows in its environment or output.
+// folder, sandboxed with ship's own files hidden, and without the secrets
+// ship knows in its environment or output.
 func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 	def, max := cfg.Tools.Exec.ExecTimeouts()
 	return tools.NewExecShell(tools.ExecShellOptions{
 		Dir: cfg.Dir, DefaultTimeout: def, MaxTimeout: max, MaxOutput: cfg.Tools.Exec.MaxOutputBytes,
 		DropEnv: config.SecretEnv, Secrets: cfg.Secrets(), Logger: log,
+		Sandbox: tools.SandboxMode(cfg.Tools.Exec.SandboxMode()), Network: cfg.Tools.Exec.Network,
+		Hidden: config.PrivateNames(),
 	})
 }
 

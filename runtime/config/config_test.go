@@ -164,12 +164,31 @@ func TestExecIsOffByDefault(t *testing.T) {
 	if cfg.Tools.Exec.Enabled {
 		t.Error("exec_shell is on without ship.json saying so")
 	}
+	if cfg.Tools.Exec.SandboxMode() != SandboxAuto || cfg.Tools.Exec.Network {
+		t.Errorf("sandbox %q, network %v; want auto and no network by default", cfg.Tools.Exec.SandboxMode(), cfg.Tools.Exec.Network)
+	}
+}
+
+func TestExecSandboxSettings(t *testing.T) {
+	for _, mode := range []string{SandboxAuto, SandboxRequired, SandboxOff} {
+		dir := t.TempDir()
+		write(t, dir, FileName, `{"tools": {"exec": {"enabled": true, "sandbox": "`+mode+`", "network": true}}}`)
+		cfg, err := Load(dir, envOf(nil))
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if cfg.Tools.Exec.SandboxMode() != mode || !cfg.Tools.Exec.Network {
+			t.Errorf("%s: %+v", mode, cfg.Tools.Exec)
+		}
+	}
 }
 
 func TestBadToolsSectionIsAClearError(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"tools": {"exec": {"enable": true}}}`:                    `unknown field "enable"`,
 		`{"tools": {"exec": {"timeoutSeconds": 99999}}}`:           "tools.exec timeouts",
+		`{"tools": {"exec": {"sandbox": "on"}}}`:                   `tools.exec.sandbox must be "auto", "required" or "off", not "on"`,
+		`{"tools": {"exec": {"network": "yes"}}}`:                  "tools.exec",
 		`{"tools": {"roles": {"admin": {"aprove": true}}}}`:        `tools.roles.admin: unknown field "aprove"`,
 		`{"tools": {"deny": ["exec_shell(rm *"]}}`:                 "tools",
 		`{"tools": {"roles": {"admin": {"members": ["123456"]}}}}`: "members",

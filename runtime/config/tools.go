@@ -33,6 +33,31 @@ type ExecConfig struct {
 	MaxTimeoutSeconds int `json:"maxTimeoutSeconds,omitempty"`
 	// MaxOutputBytes is kept of stdout, and of stderr (default 65536).
 	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
+	// Sandbox says whether commands run in a bubblewrap sandbox that hides
+	// ship's process, environment and state files: "auto" (the default:
+	// sandboxed when bwrap works, otherwise unsandboxed with loud
+	// warnings), "required" (no working sandbox: every command is
+	// refused) or "off" (never sandboxed).
+	Sandbox string `json:"sandbox,omitempty"`
+	// Network keeps the host's network inside the sandbox; by default a
+	// sandboxed command has none (not even the host's loopback, where
+	// ship's own API listens).
+	Network bool `json:"network,omitempty"`
+}
+
+// The values of tools.exec.sandbox.
+const (
+	SandboxAuto     = "auto"
+	SandboxRequired = "required"
+	SandboxOff      = "off"
+)
+
+// SandboxMode is tools.exec.sandbox with the default filled in.
+func (e ExecConfig) SandboxMode() string {
+	if e.Sandbox == "" {
+		return SandboxAuto
+	}
+	return e.Sandbox
 }
 
 // Bounds of the exec settings: a mistyped number must not hand the model
@@ -93,6 +118,12 @@ func (e ExecConfig) validate() error {
 	if e.MaxOutputBytes < 0 || e.MaxOutputBytes > maxExecOutputBytes {
 		return fmt.Errorf("%w: tools.exec.maxOutputBytes must be between 1 and %d", ErrInvalid, maxExecOutputBytes)
 	}
+	switch e.Sandbox {
+	case "", SandboxAuto, SandboxRequired, SandboxOff:
+	default:
+		return fmt.Errorf("%w: tools.exec.sandbox must be %q, %q or %q, not %q",
+			ErrInvalid, SandboxAuto, SandboxRequired, SandboxOff, e.Sandbox)
+	}
 	return nil
 }
 
@@ -134,6 +165,11 @@ func (c Config) Secrets() []string {
 	}
 	return out
 }
+
+// PrivateNames are the names in the project folder that hold ship's
+// secrets and state (ship.json, .env, .ship): a sandboxed command must not
+// see them, though it works in that folder.
+func PrivateNames() []string { return []string{FileName, EnvFileName, StateDir} }
 
 // SecretEnv names the environment variables that hold secrets ship knows:
 // a tool's child process never sees them.
