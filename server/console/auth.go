@@ -134,6 +134,9 @@ func (c *Console) guard(h http.HandlerFunc, changes bool) http.Handler {
 			plain(w, http.StatusForbidden, "Refused: the request came from another site.")
 			return
 		}
+		if changes && !readForm(w, r) {
+			return
+		}
 		if changes && !validCSRF(r, ss.csrf) {
 			plain(w, http.StatusForbidden, "Refused: the request is missing the console's CSRF token. Reload the page and try again.")
 			return
