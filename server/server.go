@@ -180,8 +180,9 @@ func New(opts Options) (*Server, error) {
 	// Outermost first: every request gets an id and a log line, then panics
 	// are caught (so they are logged with that id), then auth, then routing.
 	// CORS sits outside auth so a browser's preflight (which carries no
-	// token) is answered.
-	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withAuth(withJSONFallbacks(mux)))))
+	// token) is answered. The browser guard sits between the two (see
+	// withBrowserGuard for why there).
+	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withBrowserGuard(s.withAuth(withJSONFallbacks(mux))))))
 
 	e.Register(chat.ChannelAPI, dispatch.DispatcherFunc(s.sendText))
 	return s, nil
