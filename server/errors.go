@@ -30,6 +30,9 @@ const (
 	// codeUnsupportedMediaType: a state-changing request that is not
 	// Content-Type: application/json.
 	codeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	// codeTooManyStreams: the client, or the server as a whole, has as
+	// many event streams open as it may.
+	codeTooManyStreams = "TOO_MANY_STREAMS"
 )
 
 // msgInternal is all a client learns about an unexpected failure: the real

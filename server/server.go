@@ -69,6 +69,13 @@ type Options struct {
 	// SSEBuffer is how many events a slow subscriber may fall behind
 	// before it is cut off; 0 → 256.
 	SSEBuffer int
+	// SSEMaxPerClient caps the event streams (GET /api/sse, the console's
+	// live updates, streamed /api/execute) one client address may hold
+	// open; 0 → 16. Past it, or past SSEMaxTotal, a stream is refused
+	// with 503.
+	SSEMaxPerClient int
+	// SSEMaxTotal caps the event streams open at once; 0 → 256.
+	SSEMaxTotal int
 	// MaxBodyBytes caps a request body; 0 → 1 MiB.
 	MaxBodyBytes int64
 	// MaxInstructionChars caps instructions in Unicode code points;
@@ -98,6 +105,8 @@ type Server struct {
 	// shutdown does not wait on them.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// streams caps the open event streams.
+	streams *streamSlots
 
 	// mu guards inflight: the reply collectors of the api runs whose
 	// request is still being answered.
@@ -130,6 +139,12 @@ func New(opts Options) (*Server, error) {
 	if opts.SSEBuffer <= 0 {
 		opts.SSEBuffer = defaultSSEBuffer
 	}
+	if opts.SSEMaxPerClient <= 0 {
+		opts.SSEMaxPerClient = defaultSSEMaxPerClient
+	}
+	if opts.SSEMaxTotal <= 0 {
+		opts.SSEMaxTotal = defaultSSEMaxTotal
+	}
 	if opts.Started.IsZero() {
 		opts.Started = time.Now()
 	}
@@ -138,6 +153,7 @@ func New(opts Options) (*Server, error) {
 		log:      opts.Logger.With().Str("component", "http").Logger(),
 		inflight: make(map[runKey]*collector),
 		closing:  make(chan struct{}),
+		streams:  newStreamSlots(opts.SSEMaxPerClient, opts.SSEMaxTotal),
 	}
 	if opts.Token != "" {
 		d := sha256.Sum256([]byte(opts.Token))
