@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -13,41 +12,18 @@ import (
 	"github.com/shipmyagent/ship/server"
 )
 
-// streamCutter records an answer and ends the request once it flushes:
-// an event stream that starts is answered 200 and would otherwise never
-// end.
-type streamCutter struct {
-	*httptest.ResponseRecorder
-	cancel context.CancelFunc
-}
-
-func (s streamCutter) Flush() {
-	s.ResponseRecorder.Flush()
-	s.cancel()
-}
-
 // direct sends a request to the API's handler as if it came from remote
 // and was addressed to target's host: the one way to test who a request
-// comes from and which name it used.
+// comes from and which name it used. An event stream that starts is
+// answered 200 with no body, and hung up.
 func (e *env) direct(method, remote, target, body string, header map[string]string) response {
 	e.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
+	h, granted, r := e.hold(remote, method, target, body, header)
+	if granted {
+		h.close()
+		return response{status: http.StatusOK, header: http.Header{}}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	req := httptest.NewRequestWithContext(ctx, method, target, rd)
-	req.RemoteAddr = remote
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	rec := streamCutter{ResponseRecorder: httptest.NewRecorder(), cancel: cancel}
-	e.api.Handler().ServeHTTP(rec, req)
-	return response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+	return r
 }
 
 // open sends a GET and reads the answer's body unless it is an event

@@ -12,6 +12,9 @@ import (
 	"github.com/shipmyagent/ship/server"
 )
 
+// ship is the address the handler tests send their requests to.
+const ship = "http://127.0.0.1:3000"
+
 // startSignal records an answer and says when it was first flushed: an
 // event stream flushes its header once it is subscribed.
 type startSignal struct {
@@ -33,13 +36,13 @@ type heldStream struct {
 	rec    *startSignal
 }
 
-// hold sends a request to the handler from remote and returns once the
-// server answered: granted when an event stream started, else the
-// refusal, read in full.
-func (e *env) hold(remote, method, path, body string, header map[string]string) (h *heldStream, granted bool, refusal response) {
+// hold sends a request to the handler from remote, addressed to target,
+// and returns once the server answered: granted when an event stream
+// started, else the answer, read in full.
+func (e *env) hold(remote, method, target, body string, header map[string]string) (h *heldStream, granted bool, answer response) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req := httptest.NewRequestWithContext(ctx, method, "http://127.0.0.1:3000"+path, strings.NewReader(body))
+	req := httptest.NewRequestWithContext(ctx, method, target, strings.NewReader(body))
 	req.RemoteAddr = remote
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -60,7 +63,7 @@ func (e *env) hold(remote, method, path, body string, header map[string]string) 
 	case <-h.done:
 		return h, false, response{status: h.rec.Code, header: h.rec.Header(), body: h.rec.Body.Bytes()}
 	case <-waitTimeout():
-		e.t.Fatalf("hang guard: %s %s was never answered", method, path)
+		e.t.Fatalf("hang guard: %s %s was never answered", method, target)
 		return nil, false, response{}
 	}
 }
@@ -100,28 +103,28 @@ func TestEventStreamsAreCappedPerClientAndInAll(t *testing.T) {
 		o.SSEMaxPerClient, o.SSEMaxTotal = 2, 3
 	}})
 	const alice, bob = "127.0.0.1", "127.0.0.2"
-	a1, ok, r := e.hold(alice+":1001", http.MethodGet, "/api/sse", "", nil)
+	a1, ok, r := e.hold(alice+":1001", http.MethodGet, ship+"/api/sse", "", nil)
 	if !ok {
 		t.Fatalf("alice's first stream: %d %s", r.status, r.body)
 	}
-	a2, ok, r := e.hold(alice+":1002", http.MethodGet, "/api/sse/api:chat:x", "", nil)
+	a2, ok, r := e.hold(alice+":1002", http.MethodGet, ship+"/api/sse/api:chat:x", "", nil)
 	if !ok {
 		t.Fatalf("alice's second stream: %d %s", r.status, r.body)
 	}
 	// Another port of the same address is the same client.
-	_, ok, r = e.hold(alice+":1003", http.MethodGet, "/api/sse", "", nil)
+	_, ok, r = e.hold(alice+":1003", http.MethodGet, ship+"/api/sse", "", nil)
 	wantRefused(t, "alice's third stream", ok, r, "this address has reached the limit of 2 open event streams")
 
-	b1, ok, r := e.hold(bob+":2001", http.MethodGet, "/api/sse", "", nil)
+	b1, ok, r := e.hold(bob+":2001", http.MethodGet, ship+"/api/sse", "", nil)
 	if !ok {
 		t.Fatalf("bob's first stream, with alice at her limit: %d %s", r.status, r.body)
 	}
-	_, ok, r = e.hold(bob+":2002", http.MethodGet, "/api/sse", "", nil)
+	_, ok, r = e.hold(bob+":2002", http.MethodGet, ship+"/api/sse", "", nil)
 	wantRefused(t, "bob's second stream, with the server at its limit", ok, r, "the server has reached its limit of 3 open event streams")
 
 	// A stream that ends gives its slot back.
 	a1.close()
-	a3, ok, r := e.hold(alice+":1004", http.MethodGet, "/api/sse", "", nil)
+	a3, ok, r := e.hold(alice+":1004", http.MethodGet, ship+"/api/sse", "", nil)
 	if !ok {
 		t.Fatalf("alice's stream after she closed one: %d %s", r.status, r.body)
 	}
@@ -142,21 +145,21 @@ func TestStreamedTurnsAndTheConsolesEventsCountAsStreams(t *testing.T) {
 		o.SSEMaxPerClient = 1
 	}})
 	const client = "127.0.0.1:1001"
-	held, ok, r := e.hold(client, http.MethodGet, "/api/sse", "", nil)
+	held, ok, r := e.hold(client, http.MethodGet, ship+"/api/sse", "", nil)
 	if !ok {
 		t.Fatalf("the first stream: %d %s", r.status, r.body)
 	}
 	streamed := map[string]string{"Accept": "text/event-stream"}
-	_, ok, r = e.hold(client, http.MethodPost, "/api/execute", `{"instructions":"streamed"}`, streamed)
+	_, ok, r = e.hold(client, http.MethodPost, ship+"/api/execute", `{"instructions":"streamed"}`, streamed)
 	wantRefused(t, "a streamed turn", ok, r, "this address")
 	if calls, logged := e.fake.RequestCount(), len(e.entries("api:chat:default")); calls != 0 || logged != 0 {
 		t.Fatalf("a refused streamed turn ran: %d model calls, %d chat log entries", calls, logged)
 	}
-	_, ok, r = e.hold(client, http.MethodGet, "/console/events", "", nil)
+	_, ok, r = e.hold(client, http.MethodGet, ship+"/console/events", "", nil)
 	wantRefused(t, "the console's live updates", ok, r, "this address")
 
 	held.close()
-	turn, ok, r := e.hold(client, http.MethodPost, "/api/execute", `{"instructions":"streamed"}`, streamed)
+	turn, ok, r := e.hold(client, http.MethodPost, ship+"/api/execute", `{"instructions":"streamed"}`, streamed)
 	if !ok {
 		t.Fatalf("a streamed turn after the stream closed: %d %s", r.status, r.body)
 	}
@@ -164,7 +167,7 @@ func TestStreamedTurnsAndTheConsolesEventsCountAsStreams(t *testing.T) {
 	if n := e.fake.RequestCount(); n == 0 {
 		t.Error("the streamed turn never reached the model")
 	}
-	if _, ok, r := e.hold(client, http.MethodGet, "/console/events", "", nil); !ok {
+	if _, ok, r := e.hold(client, http.MethodGet, ship+"/console/events", "", nil); !ok {
 		t.Errorf("the console's live updates after the turn: %d %s", r.status, r.body)
 	}
 }
