@@ -110,7 +110,8 @@ func (l *streamSlots) take(client string) (release func(), refusal string) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.total--
-		if l.byClient[client]--; l.byClient[client] == 0 {
+		l.byClient[client]--
+		if l.byClient[client] == 0 {
 			delete(l.byClient, client) // a map of every address ever seen would only grow
 		}
 	}, ""
