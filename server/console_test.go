@@ -262,3 +262,33 @@ func TestConsoleOverviewCountsTheLastHoursTurns(t *testing.T) {
 		t.Errorf("the overview lacks the models or says the count is not an hour yet")
 	}
 }
+
+func TestConsoleRefusesAMessageThatIsNotUTF8(t *testing.T) {
+	e := newEnv(t, setup{handler: fakeopenai.EchoChatSend, opts: withConsole})
+	c := consoleClient(t, e)
+	_, page := get(t, c, e, "/chats/api:chat:console")
+	csrf := map[string]string{"X-CSRF-Token": csrfOf(t, page)}
+	for name, form := range map[string]url.Values{
+		"text": {"chat": {"api:chat:console"}, "text": {"caf\xe9 au lait"}},
+		"chat": {"chat": {"api:chat:caf\xe9"}, "text": {"hello"}},
+	} {
+		resp, body := postForm(t, c, e, "/console/send", form, csrf)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "UTF-8") {
+			t.Errorf("%s not UTF-8: %d %q, want 400 saying so", name, resp.StatusCode, body)
+		}
+	}
+	// A body that is not even a form (a stray % escape) is the sender's
+	// mistake too.
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/console/send", strings.NewReader("chat=api:chat:console&text=100%"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-CSRF-Token", csrf["X-CSRF-Token"])
+	if resp, body := send(t, c, req); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a malformed form: %d %q, want 400", resp.StatusCode, body)
+	}
+	if n := len(e.entries("api:chat:console")); n != 0 {
+		t.Errorf("refused messages left %d entries in the console chat", n)
+	}
+	if n := e.fake.RequestCount(); n != 0 {
+		t.Errorf("refused messages reached the model %d times", n)
+	}
+}

@@ -22,6 +22,20 @@ const (
 	codeInternal         = "INTERNAL"
 )
 
+// Error codes of refusals that are about where a request comes from and how
+// many streams it holds, not about its content.
+const (
+	// codeForbidden: a request from a web page on another origin, or one
+	// from off loopback while no token is set.
+	codeForbidden = "FORBIDDEN"
+	// codeUnsupportedMediaType: a state-changing request that is not
+	// Content-Type: application/json.
+	codeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	// codeTooManyStreams: the client, or the server as a whole, has as
+	// many event streams open as it may.
+	codeTooManyStreams = "TOO_MANY_STREAMS"
+)
+
 // msgInternal is all a client learns about an unexpected failure: the real
 // error goes to the log, where it cannot leak paths or secrets.
 const msgInternal = "internal error; see the server log for the request id"

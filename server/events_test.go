@@ -270,6 +270,7 @@ func TestExecuteCanStreamItsRun(t *testing.T) {
 	e := newEnv(t, setup{stream: true})
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/execute", strings.NewReader(`{"instructions":"stream me","chatId":"x"}`))
 	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +312,7 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET /api/sse HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	fmt.Fprintf(conn, "GET /api/sse HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
 	waitFor(t, "the stuck subscriber to be connected", func() bool { return e.engine.Events().Subscribers() == 1 })
 
 	// The stuck subscriber starts reading once the bus has cut it off, so

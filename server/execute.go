@@ -55,6 +55,14 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
+	if wantsStream(r) {
+		// Taken before anything is queued: a refused stream runs nothing.
+		release, ok := s.openStream(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+	}
 	key := runKey{chatKey: in.chatKey, messageID: in.messageID}
 	c, ok := s.register(key)
 	if !ok {

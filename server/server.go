@@ -73,6 +73,13 @@ type Options struct {
 	// SSEBuffer is how many events a slow subscriber may fall behind
 	// before it is cut off; 0 → 256.
 	SSEBuffer int
+	// SSEMaxPerClient caps the event streams (GET /api/sse, the console's
+	// live updates, streamed /api/execute) one client address may hold
+	// open; 0 → 16. Past it, or past SSEMaxTotal, a stream is refused
+	// with 503.
+	SSEMaxPerClient int
+	// SSEMaxTotal caps the event streams open at once; 0 → 256.
+	SSEMaxTotal int
 	// MaxBodyBytes caps a request body; 0 → 1 MiB.
 	MaxBodyBytes int64
 	// MaxInstructionChars caps instructions in Unicode code points;
@@ -107,6 +114,8 @@ type Server struct {
 	// shutdown does not wait on them.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// streams caps the open event streams.
+	streams *streamSlots
 
 	// mu guards inflight: the reply collectors of the api runs whose
 	// request is still being answered.
@@ -139,6 +148,12 @@ func New(opts Options) (*Server, error) {
 	if opts.SSEBuffer <= 0 {
 		opts.SSEBuffer = defaultSSEBuffer
 	}
+	if opts.SSEMaxPerClient <= 0 {
+		opts.SSEMaxPerClient = defaultSSEMaxPerClient
+	}
+	if opts.SSEMaxTotal <= 0 {
+		opts.SSEMaxTotal = defaultSSEMaxTotal
+	}
 	if opts.Started.IsZero() {
 		opts.Started = time.Now()
 	}
@@ -147,6 +162,7 @@ func New(opts Options) (*Server, error) {
 		log:      opts.Logger.With().Str("component", "http").Logger(),
 		inflight: make(map[runKey]*collector),
 		closing:  make(chan struct{}),
+		streams:  newStreamSlots(opts.SSEMaxPerClient, opts.SSEMaxTotal),
 	}
 	if err := s.setupAuth(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -188,8 +204,9 @@ func New(opts Options) (*Server, error) {
 	// Outermost first: every request gets an id and a log line, then panics
 	// are caught (so they are logged with that id), then auth, then routing.
 	// CORS sits outside auth so a browser's preflight (which carries no
-	// token) is answered.
-	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withAuth(withJSONFallbacks(mux)))))
+	// token) is answered. The browser guard sits between the two (see
+	// withBrowserGuard for why there).
+	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withBrowserGuard(s.withAuth(withJSONFallbacks(mux))))))
 
 	e.Register(chat.ChannelAPI, dispatch.DispatcherFunc(s.sendText))
 	return s, nil

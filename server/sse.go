@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/events"
@@ -13,6 +15,12 @@ import (
 const (
 	defaultKeepAlive = 30 * time.Second
 	defaultSSEBuffer = 256
+	// An idle stream costs a goroutine, a connection and its subscription's
+	// buffer (about 56 KB in all): 3,000 of them took ship from 23 to
+	// 190 MB. One client seldom needs more than a few (a browser keeps at
+	// most 6 connections to a host over HTTP/1.1).
+	defaultSSEMaxPerClient = 16
+	defaultSSEMaxTotal     = 256
 	// sseWriteTimeout bounds one frame's write, so a client that stopped
 	// reading frees its handler instead of holding it forever.
 	sseWriteTimeout = 10 * time.Second
@@ -27,6 +35,11 @@ func (s *Server) handleSSE(w http.ResponseWriter, r *http.Request) {
 // serveEvents streams the events of key (a chatKey or taskId; "" for
 // all), resuming after Last-Event-ID: the API's and the console's stream.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key string) {
+	release, ok := s.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	var filter func(events.Event) bool
 	if key != "" {
 		filter = func(e events.Event) bool { return e.ChatKey == key || e.TaskID == key }
@@ -40,6 +53,68 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key string)
 			_, _ = fmt.Fprint(w, ": some earlier events are no longer available\n\n")
 		}
 	})
+}
+
+// openStream takes one of the event stream slots for r's client, to be
+// given back with release when the stream ends; at either cap it answers
+// 503 itself and returns false.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	release, refusal := s.streams.take(clientAddr(r))
+	if refusal != "" {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, r, http.StatusServiceUnavailable, codeTooManyStreams, refusal)
+		return nil, false
+	}
+	return release, true
+}
+
+// clientAddr is the address a request came from, without its port: the
+// client whose streams are counted together.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// streamSlots counts the open event streams, per client address and in
+// all, so that no client, and no crowd of them, can hold streams without
+// bound.
+type streamSlots struct {
+	maxPerClient, maxTotal int
+
+	mu       sync.Mutex
+	total    int
+	byClient map[string]int
+}
+
+func newStreamSlots(maxPerClient, maxTotal int) *streamSlots {
+	return &streamSlots{maxPerClient: maxPerClient, maxTotal: maxTotal, byClient: make(map[string]int)}
+}
+
+// take opens a slot for client. refusal is "" when it did, else why not,
+// for the client to read; release gives the slot back (call it once).
+func (l *streamSlots) take(client string) (release func(), refusal string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.byClient[client] >= l.maxPerClient:
+		return nil, fmt.Sprintf("this address has reached the limit of %d open event streams per client; close one and try again", l.maxPerClient)
+	case l.total >= l.maxTotal:
+		return nil, fmt.Sprintf("the server has reached its limit of %d open event streams; try again shortly", l.maxTotal)
+	}
+	l.total++
+	l.byClient[client]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.total--
+		l.byClient[client]--
+		if l.byClient[client] == 0 {
+			delete(l.byClient, client) // a map of every address ever seen would only grow
+		}
+	}, ""
 }
 
 func lastEventID(r *http.Request) uint64 {

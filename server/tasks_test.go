@@ -70,7 +70,7 @@ func TestTasksListAndRun(t *testing.T) {
 		t.Errorf("broken = %+v", broken)
 	}
 
-	r := e.request(http.MethodPost, "/api/tasks/report/run", nil, nil)
+	r := e.request(http.MethodPost, "/api/tasks/report/run", []byte("{}"), nil)
 	var queued struct{ Status, Name, TaskID string }
 	if err := json.Unmarshal(r.body, &queued); r.status != http.StatusAccepted || err != nil || queued.Status != "queued" ||
 		!strings.HasPrefix(queued.TaskID, "task-report-run-") {
@@ -95,7 +95,7 @@ func TestTasksListAndRun(t *testing.T) {
 		{"/api/tasks/broken/run", http.StatusConflict, "CONFLICT"},
 		{"/api/tasks/Bad.Name/run", http.StatusBadRequest, "INVALID_INPUT"},
 	} {
-		r := e.request(http.MethodPost, tc.path, nil, nil)
+		r := e.request(http.MethodPost, tc.path, []byte("{}"), nil)
 		if r.status != tc.status || r.errorCode(t) != tc.code {
 			t.Errorf("POST %s: %d %s", tc.path, r.status, r.body)
 		}
@@ -107,7 +107,7 @@ func TestTasksWithoutAScheduler(t *testing.T) {
 	if r := e.get("/api/tasks"); r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != `{"tasks":[]}` {
 		t.Errorf("GET /api/tasks: %d %s", r.status, r.body)
 	}
-	if r := e.request(http.MethodPost, "/api/tasks/report/run", nil, nil); r.status != http.StatusNotFound {
+	if r := e.request(http.MethodPost, "/api/tasks/report/run", []byte("{}"), nil); r.status != http.StatusNotFound {
 		t.Errorf("POST run: %d %s", r.status, r.body)
 	}
 }

@@ -240,7 +240,12 @@ func readAPIError(resp *http.Response) error {
 func (c *Client) RunTask(ctx context.Context, name string) (string, error) {
 	u := c.endpoint("/api/tasks/"+name+"/run", "")
 	u.RawPath = c.base.Path + "/api/tasks/" + url.PathEscape(name) + "/run"
-	resp, err := c.do(ctx, http.MethodPost, u, nil, http.Header{"Accept": {"application/json"}})
+	// An empty JSON object: ship takes state-changing requests only as
+	// application/json, which a web page cannot send it unasked.
+	resp, err := c.do(ctx, http.MethodPost, u, strings.NewReader("{}"), http.Header{
+		"Accept":       {"application/json"},
+		"Content-Type": {"application/json"},
+	})
 	if err != nil {
 		return "", err
 	}

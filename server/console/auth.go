@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/server/internal/throttle"
+	"github.com/shipmyagent/ship/server/netguard"
 )
 
 // Session settings. A session lives in memory: a restart asks for the
@@ -110,7 +110,7 @@ func sessionFrom(ctx context.Context) *session {
 // keeps a web page out that reaches 127.0.0.1 by DNS rebinding.
 func (c *Console) local(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c.opts.Token == "" && !(loopbackAddr(r.RemoteAddr) && loopbackHost(r.Host)) {
+		if c.opts.Token == "" && !netguard.Loopback(r) {
 			plain(w, http.StatusForbidden, "The console answers only on loopback (127.0.0.1) while SHIP_API_TOKEN is not set.")
 			return
 		}
@@ -137,6 +137,9 @@ func (c *Console) guard(h http.HandlerFunc, changes bool) http.Handler {
 		}
 		if changes && !sameOrigin(r) {
 			plain(w, http.StatusForbidden, "Refused: the request came from another site.")
+			return
+		}
+		if changes && !readForm(w, r) {
 			return
 		}
 		if changes && !validCSRF(r, ss.csrf) {
@@ -182,29 +185,7 @@ func sameOrigin(r *http.Request) bool {
 	if o == "" || o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin" {
 		return true
 	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
-}
-
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func loopbackHost(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	return loopbackAddr(host)
+	return netguard.OwnOrigin(r, o)
 }
 
 func (c *Console) handleLoginPage(w http.ResponseWriter, r *http.Request) {

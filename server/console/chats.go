@@ -248,8 +248,7 @@ func (c *Console) chat(r *http.Request, key string) (chatData, bool, error) {
 // handleSend queues a message from the console box as the api channel,
 // in an api chat; the reply streams in over the chat's events.
 func (c *Console) handleSend(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 256<<10)
-	key := r.PostFormValue("chat")
+	key := r.PostFormValue("chat") // read and checked by guard (readForm)
 	id, ok := chat.APIChatID(key)
 	if !ok {
 		plain(w, http.StatusBadRequest, "The console sends only into api chats (api:chat:<id>).")
