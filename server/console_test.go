@@ -292,3 +292,23 @@ func TestConsoleRefusesAMessageThatIsNotUTF8(t *testing.T) {
 		t.Errorf("refused messages reached the model %d times", n)
 	}
 }
+
+// An approval's command and who asked are shown on the console with bidi
+// and invisible characters escaped: a U+202E would otherwise make the
+// page read differently from what would run.
+func TestConsoleApprovalsShowBidiControlsEscaped(t *testing.T) {
+	e := shellEnv(t, `{"roles": {"anon": {"members": ["api:anonymous"], "allow": ["exec_shell"], "requireApproval": ["exec_shell"]}}}`,
+		setup{opts: withConsole})
+	e.ask(map[string]any{"instructions": "run: echo \u202etxt.exe"}, nil)
+	c := consoleClient(t, e)
+	resp, page := get(t, c, e, "/approvals")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/approvals: %d", resp.StatusCode)
+	}
+	if !strings.Contains(page, `echo \u202etxt.exe`) {
+		t.Errorf("the approvals page does not show the command with U+202E escaped:\n%s", page)
+	}
+	if strings.ContainsRune(page, '\u202e') {
+		t.Error("the approvals page carries a raw U+202E")
+	}
+}

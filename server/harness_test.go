@@ -98,17 +98,22 @@ func newEnv(t *testing.T, o setup) *env {
 		shell := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, Secrets: []string{testModelKey}, Logger: zerolog.New(logs)})
 		toolset = func(s chat.Log, d *dispatch.Deliverer) []agent.Tool { return append(tools.Default(s, d), shell) }
 	}
+	approvals := ""
+	if o.exec {
+		approvals = filepath.Join(dir, ".ship", "approvals.json")
+	}
 	eng, err := engine.New(engine.Options{
-		Tools:        toolset,
-		ChatsDir:     filepath.Join(dir, ".ship", "chats"),
-		Durability:   chat.DurabilityNone,
-		Models:       cat,
-		AgentMDPath:  filepath.Join(dir, "Agent.md"),
-		Queue:        queue.Options{Capacity: o.capacity},
-		RetryBackoff: time.Millisecond,
-		Stream:       o.stream,
-		Policy:       func() *policy.Policy { return o.policy },
-		Logger:       zerolog.New(logs),
+		Tools:         toolset,
+		ApprovalsPath: approvals,
+		ChatsDir:      filepath.Join(dir, ".ship", "chats"),
+		Durability:    chat.DurabilityNone,
+		Models:        cat,
+		AgentMDPath:   filepath.Join(dir, "Agent.md"),
+		Queue:         queue.Options{Capacity: o.capacity},
+		RetryBackoff:  time.Millisecond,
+		Stream:        o.stream,
+		Policy:        func() *policy.Policy { return o.policy },
+		Logger:        zerolog.New(logs),
 	})
 	if err != nil {
 		t.Fatal(err)

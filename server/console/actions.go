@@ -78,7 +78,11 @@ type pendingView struct {
 }
 
 func pendingOf(a policy.Approval) pendingView {
-	return pendingView{Code: a.Code, ChatKey: a.ChatKey, Who: a.Identity, Tool: a.Tool, Arg: a.Arg, Asked: a.Created, Expires: a.Expires}
+	// Ids and the command are shown with bidi and invisible characters
+	// escaped: a U+202E in a user id could make the page read otherwise
+	// than what would run and who asked.
+	return pendingView{Code: a.Code, ChatKey: a.ChatKey, Who: policy.VisibleLine(a.Identity), Tool: policy.VisibleLine(a.Tool),
+		Arg: policy.Visible(a.Arg), Asked: a.Created, Expires: a.Expires}
 }
 
 type approvalsData struct {

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/shipmyagent/ship/runtime/policy"
 )
 
 // dl writes a definition list of label, value pairs.
@@ -254,7 +256,7 @@ func (d approvalsData) write(m *markup) {
 	m.open("ul", "class", "plain")
 	for _, p := range d.Pending {
 		m.raw(`<li class="approval-row"><div class="muted">`)
-		m.el("a", p.ChatKey, "href", chatURL(p.ChatKey))
+		m.el("a", policy.VisibleLine(p.ChatKey), "href", chatURL(p.ChatKey))
 		m.raw(`</div><ul class="plain">`)
 		pending(m, p)
 		m.raw(`</ul></li>`)
