@@ -85,24 +85,7 @@ func TestTheSingleTokenActsAsAPIToken(t *testing.T) {
 
 func TestTheConsoleWithoutATokenIsAnonymous(t *testing.T) {
 	e := shellEnv(t, shellPolicy, setup{opts: withConsole})
-	c := consoleClient(t, e)
-	_, page := get(t, c, e, "/chats/api:chat:console")
-	form := url.Values{"chat": {"api:chat:console"}, "text": {"run: echo shell-ran"}}
-	resp, body := postForm(t, c, e, "/console/send", form, map[string]string{"X-CSRF-Token": csrfOf(t, page)})
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("send: %d %q", resp.StatusCode, body)
-	}
-	var reply string
-	waitFor(t, "the console chat's reply", func() bool {
-		for _, en := range e.entries("api:chat:console") {
-			if en.Role == "assistant" {
-				reply = en.Text
-				return true
-			}
-		}
-		return false
-	})
-	if reply != "no shell" {
+	if reply := consoleAsk(t, e, consoleClient(t, e)); reply != "no shell" {
 		t.Errorf("a console without a token (anyone on this machine) got %q; want api:console's role withheld", reply)
 	}
 }
@@ -182,6 +165,15 @@ func TestTheSignedInConsoleActsAsAPIConsole(t *testing.T) {
 	if resp, _ := postForm(t, c, e, "/login", url.Values{"token": {consoleToken}}, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login: %d", resp.StatusCode)
 	}
+	if reply := consoleAsk(t, e, c); !ranShell(reply) {
+		t.Errorf("the signed-in console got %q; want api:console's role to run the shell", reply)
+	}
+}
+
+// consoleAsk sends "run: echo shell-ran" from the console's chat box as
+// client c and returns the reply.
+func consoleAsk(t *testing.T, e *env, c *http.Client) string {
+	t.Helper()
 	_, page := get(t, c, e, "/chats/api:chat:console")
 	form := url.Values{"chat": {"api:chat:console"}, "text": {"run: echo shell-ran"}}
 	if resp, body := postForm(t, c, e, "/console/send", form, map[string]string{"X-CSRF-Token": csrfOf(t, page)}); resp.StatusCode != http.StatusNoContent {
@@ -197,7 +189,5 @@ func TestTheSignedInConsoleActsAsAPIConsole(t *testing.T) {
 		}
 		return false
 	})
-	if !ranShell(reply) {
-		t.Errorf("the signed-in console got %q; want api:console's role to run the shell", reply)
-	}
+	return reply
 }

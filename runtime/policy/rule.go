@@ -78,27 +78,8 @@ func (r rule) matchTool(tool string) bool { return glob(r.tool, tool) }
 // glob matches s against a pattern where * matches any run of characters
 // (including / and spaces) and ? exactly one; everything else is literal.
 func glob(pattern, s string) bool {
-	p, t := []rune(pattern), []rune(s)
-	px, tx, star, mark := 0, 0, -1, 0
-	for tx < len(t) {
-		switch {
-		case px < len(p) && p[px] == '*':
-			star, mark = px, tx
-			px++
-		case px < len(p) && (p[px] == '?' || p[px] == t[tx]):
-			px++
-			tx++
-		case star >= 0:
-			mark++
-			px, tx = star+1, mark
-		default:
-			return false
-		}
-	}
-	for px < len(p) && p[px] == '*' {
-		px++
-	}
-	return px == len(p)
+	_, ok := globAt(pattern, s, false)
+	return ok
 }
 
 // normalize trims and collapses runs of blanks (space, tab) to one space.

@@ -253,11 +253,19 @@ func cleanWords(s string) string {
 // its words or path segments (at 0, or just after a blank or a "/"), and
 // from where. It is glob with a leading wildcard that may only end at
 // such a start, so it costs what one glob does.
-func globFrom(pattern, s string) (int, bool) {
+func globFrom(pattern, s string) (int, bool) { return globAt(pattern, s, true) }
+
+// globAt is glob, and globFrom when anyStart: then a mismatch before the
+// pattern's first wildcard moves the start to the next word or segment
+// instead of failing. It returns the byte offset the match starts at.
+func globAt(pattern, s string, anyStart bool) (int, bool) {
 	p, t := []rune(pattern), []rune(s)
 	from := 0
 	// next moves the start to the next word or segment start.
 	next := func() bool {
+		if !anyStart {
+			return false
+		}
 		for from++; from <= len(t); from++ {
 			if c := t[from-1]; c == ' ' || c == '/' {
 				return true
