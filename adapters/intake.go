@@ -22,6 +22,14 @@ const noteTimeout = 30 * time.Second
 // message at all.
 const overloadedText = "I'm overloaded right now and can't take your message. Please try again in a minute."
 
+// tooFastText is what a sender over the per-sender limit hears, at most
+// once per limitNoteEvery in a chat: the note itself must not become a way
+// to make the bot flood a group.
+const tooFastText = "You're sending messages faster than I can answer, so I skipped some. Please wait a moment, then send your question again."
+
+// limitNoteEvery spaces the notes one sender gets for being over the limit.
+const limitNoteEvery = time.Minute
+
 // Intake is the tail every platform's message handler ends in, written once:
 // answer a command, log an unaddressed message, or accept an addressed one
 // and tell the user when it is a duplicate (nothing), refused (busy) or
@@ -45,7 +53,8 @@ type Intake struct {
 	BusySend func(ctx context.Context, req dispatch.RequestContext, text string) error
 	Log      zerolog.Logger
 
-	busy busyNotes
+	busy    busyNotes
+	limited busyNotes // "too fast" notes, per chat and sender
 }
 
 // Arrival is one normalized platform message, as a handler hands it to Take.
@@ -85,6 +94,12 @@ func (in *Intake) Take(ctx context.Context, a Arrival) error {
 	switch {
 	case errors.Is(err, ingress.ErrDuplicate):
 		in.Log.Debug().Str("chatKey", a.ChatKey).Str("messageId", a.Message.MessageID).Msg("re-delivered message ignored")
+		return nil
+	case errors.Is(err, ingress.ErrRateLimited):
+		// Logged with its refusal; say so once in a while, never per message.
+		if in.limited.allowEvery(a.ChatKey+"\x00"+a.Message.UserID, limitNoteEvery) {
+			in.note(req, tooFastText)
+		}
 		return nil
 	case ingress.IsBusy(err):
 		// The message is logged; tell the user rather than stay silent.
@@ -159,8 +174,11 @@ type busyNotes struct {
 
 // Allow reports whether chatKey may get a busy note now, and if so records
 // that it got one.
-func (b *busyNotes) Allow(chatKey string) bool {
-	every := b.Every
+func (b *busyNotes) Allow(chatKey string) bool { return b.allowEvery(chatKey, b.Every) }
+
+// allowEvery is Allow with its own spacing (0 → 30 s), for keys other
+// than a chat's.
+func (b *busyNotes) allowEvery(chatKey string, every time.Duration) bool {
 	if every <= 0 {
 		every = 30 * time.Second
 	}

@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -179,7 +182,13 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 // writeAcceptError maps a refused submission to its answer. Only a busy
 // queue is the client's business; anything else is logged and kept vague.
 func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err error) {
+	var limited *ingress.RateLimitedError
 	switch {
+	case errors.As(err, &limited):
+		secs := int64(math.Ceil(limited.RetryAfter.Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		writeError(w, r, http.StatusTooManyRequests, codeRateLimited, fmt.Sprintf(
+			"too many messages from this sender in this chat; try again in %d s (nothing was recorded)", max(secs, 1)))
 	case errors.Is(err, queue.ErrQueueStopped):
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		writeError(w, r, http.StatusServiceUnavailable, codeShuttingDown,

@@ -21,6 +21,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
@@ -37,15 +38,18 @@ const hangGuard = 30 * time.Second
 const testModelKey = "sk-server-test-key-1234"
 
 type setup struct {
-	handler  fakeopenai.Handler
-	token    string
-	capacity int
-	adapters func() []server.AdapterStatus
-	dir      string // reuse a project folder (restart); "" → new
-	stream   bool   // the model streams (content arrives in pieces)
-	opts     func(*server.Options)
-	policy   *policy.Policy // the tool policy; nil: none
-	exec     bool           // offer exec_shell (the policy still decides who gets it)
+	// userLimit is the per-sender limit (a fake clock in Now keeps a
+	// burst test from depending on how fast the machine is).
+	userLimit ingress.UserLimiterOptions
+	handler   fakeopenai.Handler
+	token     string
+	capacity  int
+	adapters  func() []server.AdapterStatus
+	dir       string // reuse a project folder (restart); "" → new
+	stream    bool   // the model streams (content arrives in pieces)
+	opts      func(*server.Options)
+	policy    *policy.Policy // the tool policy; nil: none
+	exec      bool           // offer exec_shell (the policy still decides who gets it)
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -110,6 +114,7 @@ func newEnv(t *testing.T, o setup) *env {
 		Models:        cat,
 		AgentMDPath:   filepath.Join(dir, "Agent.md"),
 		Queue:         queue.Options{Capacity: o.capacity},
+		UserLimit:     o.userLimit,
 		RetryBackoff:  time.Millisecond,
 		Stream:        o.stream,
 		Policy:        func() *policy.Policy { return o.policy },

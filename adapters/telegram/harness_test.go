@@ -53,6 +53,8 @@ type setup struct {
 	vision  bool
 	stt     bool
 	maxFile int64
+	// engine changes the engine's options (the per-sender limit, say).
+	engine func(*engine.Options)
 }
 
 // newEnv wires the real engine, the real tgbotapi client and the fakes: a
@@ -72,7 +74,12 @@ func newEnv(t *testing.T, s setup) *env {
 		e.tg = tg
 	}
 	log := zerolog.New(e.logs)
-	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log, func(o *engine.Options) { o.Vision = s.vision })
+	e.engine, e.model = adaptertest.NewEngine(t, e.dir, s.model, log, func(o *engine.Options) {
+		o.Vision = s.vision
+		if s.engine != nil {
+			s.engine(o)
+		}
+	})
 	md := &adapters.Media{Files: media.NewStore(e.dir, s.maxFile), Log: log}
 	if s.stt {
 		cl, err := stt.New(stt.Config{BaseURL: e.model.BaseURL(), APIKey: sttKey})

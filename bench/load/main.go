@@ -142,9 +142,18 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	for i, v := range vs {
 		fmt.Fprintf(os.Stderr, "load: variant %d of %d: %s, durability %s ...\n", i+1, len(vs), v.name, orDefault(v.durability))
 		dir := filepath.Join(tmp, fmt.Sprintf("variant%d", i))
-		var edit func(map[string]any)
-		if v.durability != "" {
-			edit = func(doc map[string]any) { doc["store"] = map[string]any{"durability": v.durability} }
+		edit := func(doc map[string]any) {
+			// Each worker sends all its turns as one sender in one chat:
+			// the per-sender limit (20 a minute) would refuse nearly all.
+			q, _ := doc["queue"].(map[string]any)
+			if q == nil {
+				q = map[string]any{}
+			}
+			q["senderPerMinute"], q["senderBurst"] = 1_000_000, 1_000_000
+			doc["queue"] = q
+			if v.durability != "" {
+				doc["store"] = map[string]any{"durability": v.durability}
+			}
 		}
 		if err := shipproc.Init(ctx, o.bin, dir, edit); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/agent"
@@ -21,6 +22,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/contacts"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -165,6 +167,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		Queue: queue.Options{
 			Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency, RunTimeout: cfg.RunTimeout(),
 		},
+		UserLimit: ingress.UserLimiterOptions{Rate: rate.Limit(float64(cfg.Queue.SenderPerMinute) / 60), Burst: cfg.Queue.SenderBurst},
 		SegmentBytes: cfg.Store.SegmentBytes,
 		MaxTokens:    cfg.LLM.MaxTokens,
 		// Streaming lets SSE clients and `ship chat` see replies as the

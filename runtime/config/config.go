@@ -83,7 +83,17 @@ type QueueConfig struct {
 	Capacity          int `json:"capacity,omitempty"`
 	Concurrency       int `json:"concurrency,omitempty"`
 	RunTimeoutSeconds int `json:"runTimeoutSeconds,omitempty"`
+	// SenderPerMinute and SenderBurst are the per-sender limit: messages
+	// one sender may send in one chat per minute, and at once (0 → 20 and
+	// 10). One member of a group, or one API caller, cannot starve the
+	// rest; a trusted back end sending for many users may raise them.
+	SenderPerMinute int `json:"senderPerMinute,omitempty"`
+	SenderBurst     int `json:"senderBurst,omitempty"`
 }
+
+// maxSenderLimit bounds the per-sender settings: past it the limit is off
+// in all but name.
+const maxSenderLimit = 1_000_000
 
 // StoreConfig is the ChatStore.
 type StoreConfig struct {
@@ -457,6 +467,9 @@ func (c *Config) validate() error {
 	}
 	if c.Queue.Concurrency > 64 {
 		return fmt.Errorf("%w: queue.concurrency %d is above 64", ErrInvalid, c.Queue.Concurrency)
+	}
+	if q := c.Queue; q.SenderPerMinute < 0 || q.SenderPerMinute > maxSenderLimit || q.SenderBurst < 0 || q.SenderBurst > maxSenderLimit {
+		return fmt.Errorf("%w: queue.senderPerMinute and queue.senderBurst must be between 1 and %d (0 or absent: 20 and 10)", ErrInvalid, maxSenderLimit)
 	}
 	return nil
 }

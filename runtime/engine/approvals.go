@@ -127,6 +127,9 @@ func (e *Engine) decide(ctx context.Context, code string, approve bool, by polic
 		Meta:     map[string]any{"approval": a.Code, "approvedBy": by.Identity},
 		Preset:   []agent.PresetCall{{Tool: a.Tool, Args: string(a.ArgsJSON)}},
 		Notice:   fmt.Sprintf("Approved by %s: running %s (code %s).", approver, callText(a), a.Code),
+		// A person's decision, not the requester's next message: it is
+		// not counted against the requester's limit.
+		Unlimited: true,
 	})
 	if err != nil {
 		// The grant stands: asking the model again runs the call.

@@ -245,7 +245,7 @@ func New(opts Options) (*Engine, error) {
 		queue:    q,
 		ingress: ingress.New(ingress.Options{
 			Store: store, Queue: q, Journal: jn, Limiter: ingress.NewUserLimiter(opts.UserLimit), Observe: opts.Observe, Logger: opts.Logger,
-			Shared: opts.Shared, Claims: opts.Claims,
+			Shared: opts.Shared, Claims: opts.Claims, OnRefused: refusedEvent(bus),
 		}),
 		journal:   jn,
 		runs:      runs,
@@ -295,8 +295,11 @@ func (e *Engine) Policy() *policy.Policy { return e.gov.current() }
 func (e *Engine) Register(channel string, d dispatch.Dispatcher) { e.registry.Register(channel, d) }
 
 // Accept takes a platform message that may be delivered more than once:
-// logged, deduplicated, rate-limited and queued (ingress.AcceptOnce).
+// logged, deduplicated, rate-limited and queued (ingress.AcceptOnce). A
+// refused one is kept in the log with its refusal: the platform is
+// acknowledged either way, and a re-delivery of it is then a duplicate.
 func (e *Engine) Accept(ctx context.Context, s ingress.Submission) (ingress.Ticket, error) {
+	s.KeepRefused = true
 	return e.ingress.AcceptOnce(ctx, s)
 }
 

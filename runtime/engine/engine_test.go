@@ -272,6 +272,8 @@ func TestQueueFullIsATypedErrorAndTheMessageIsKept(t *testing.T) {
 	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("1"),
 		Message: ingress.IncomingChatMessage{ChatID: "1", MessageID: "c", Text: "third"},
+		// A platform's message: kept in the log with its refusal.
+		KeepRefused: true,
 	})
 	var full *queue.QueueFullError
 	if !errors.Is(err, queue.ErrQueueFull) || !errors.As(err, &full) || !ingress.IsBusy(err) {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
 )
@@ -113,36 +115,54 @@ func TestJournaledTurnLeavesNothingPending(t *testing.T) {
 
 func TestFloodingUserIsLoggedButNotAnswered(t *testing.T) {
 	h := newHarness(t, harnessOptions{userLimit: ingress.UserLimiterOptions{Burst: 2}})
+	sub, _ := h.engine.Events().Subscribe(func(e events.Event) bool { return e.Type == events.TypeError }, 0, 16)
+	defer sub.Close()
 	ctx := context.Background()
 	var limited int
 	for i := 0; i < 5; i++ {
-		tk, err := h.ingress.AcceptOnce(ctx, ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
+		// The platforms' door (adapters.Host): a refused message is kept
+		// in the log with its refusal.
+		_, err := h.engine.Accept(ctx, ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
 			Message: ingress.IncomingChatMessage{ChatID: "g", MessageID: fmt.Sprint("spam", i), UserID: "spammer", Text: fmt.Sprint("spam ", i)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tk.Limited {
+		var rl *ingress.RateLimitedError
+		switch {
+		case errors.As(err, &rl) && rl.RetryAfter > 0:
 			limited++
+		case err != nil:
+			t.Fatal(err)
 		}
 	}
 	// Another member of the same chat is not held back by the spammer.
-	tk, err := h.ingress.AcceptOnce(ctx, ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
-		Message: ingress.IncomingChatMessage{ChatID: "g", MessageID: "ok", UserID: "member", Text: "a real question"}})
-	if err != nil || tk.Limited {
-		t.Fatalf("the other member was limited: %v %+v", err, tk)
+	if _, err := h.engine.Accept(ctx, ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
+		Message: ingress.IncomingChatMessage{ChatID: "g", MessageID: "ok", UserID: "member", Text: "a real question"}}); err != nil {
+		t.Fatalf("the other member was limited: %v", err)
 	}
 	h.waitIdle()
 	if limited != 3 || len(h.out.all()) != 3 {
 		t.Errorf("limited %d (want 3), answered %d (want 2 of the spammer's + 1)", limited, len(h.out.all()))
 	}
-	users := 0
+	users, refusals := 0, 0
 	for _, e := range h.entries(chatKeyOf("g")) {
-		if e.Role == chat.RoleUser {
+		switch {
+		case e.Role == chat.RoleUser:
 			users++
+		case e.Role == chat.RoleSystem && strings.Contains(e.Text, "rate limit"):
+			refusals++
 		}
 	}
-	if users != 6 {
-		t.Errorf("%d user entries logged, want all 6", users)
+	if users != 6 || refusals != 3 {
+		t.Errorf("%d user entries and %d refusals logged, want all 6 and 3 refusals next to them", users, refusals)
+	}
+	// Each refusal is visible on the event stream.
+	for i := 0; i < 3; i++ {
+		if e := <-sub.C; e.ErrorCode != "RATE_LIMITED" || e.ChatKey != chatKeyOf("g") || !strings.HasPrefix(e.UserMessageID, "spam") {
+			t.Errorf("refusal event %d = %+v", i, e)
+		}
+	}
+	// A re-delivery of a refused message is a duplicate: it was kept.
+	if _, err := h.engine.Accept(ctx, ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("g"),
+		Message: ingress.IncomingChatMessage{ChatID: "g", MessageID: "spam4", UserID: "spammer", Text: "spam 4"}}); !errors.Is(err, ingress.ErrDuplicate) {
+		t.Errorf("a re-delivered refused message: %v, want a duplicate", err)
 	}
 }
 

@@ -229,3 +229,18 @@ func invokeResult(ev agent.StepEvent) *events.InvokeResult {
 	}
 	return &events.InvokeResult{Type: "error", Error: out.Error}
 }
+
+// refusedEvent publishes an error event for a message the limit or the
+// queue turned away: whoever watches the stream sees it was not taken,
+// instead of a message that simply never gets an answer.
+func refusedEvent(bus *events.Bus) func(context.Context, ingress.Submission, error) {
+	return func(_ context.Context, s ingress.Submission, err error) {
+		code := ingress.RefusalCode(err)
+		if code == "" {
+			code = "NOT_ACCEPTED"
+		}
+		req := s.Request()
+		bus.Publish(events.Event{Type: events.TypeError, TaskID: s.ID, ChatKey: s.ChatKey, Channel: req.Channel,
+			UserMessageID: s.Message.MessageID, ErrorCode: code, ErrorMessage: "not answered: " + err.Error()})
+	}
+}

@@ -76,9 +76,6 @@ type Queue = queue.Queue[Job]
 // Ticket says where an accepted message stands.
 type Ticket struct {
 	queue.Ticket
-	// Limited is set for a message logged but not queued because its
-	// sender is over the per-user rate limit.
-	Limited bool
 }
 
 // Options configure an Ingress.
@@ -87,9 +84,13 @@ type Options struct {
 	Queue *Queue
 	// Journal, when set, records accepted work durably.
 	Journal *journal.Journal
-	// Limiter, when set, caps how fast one user of a chat is answered
-	// (AcceptOnce, i.e. platform messages).
+	// Limiter, when set, caps how fast one sender of a chat is answered,
+	// whatever the door (see Submission.Unlimited).
 	Limiter *UserLimiter
+	// OnRefused, when set, hears of every message the limit or the queue
+	// turned away, so the refusal is visible (the engine publishes an
+	// error event) rather than silent.
+	OnRefused func(ctx context.Context, s Submission, err error)
 	// Observe, when set, sees every message once it is logged, accepted or
 	// recorded (the contacts book learns who is where from it).
 	Observe func(ctx context.Context, s Submission)
@@ -136,6 +137,7 @@ type Ingress struct {
 	journal *journal.Journal
 	limiter *UserLimiter
 	observe func(ctx context.Context, s Submission)
+	refused func(ctx context.Context, s Submission, err error)
 	shared  Shared
 	claims  Claims
 	log     zerolog.Logger
@@ -157,6 +159,7 @@ func New(opts Options) *Ingress {
 	_, _ = rand.Read(b)
 	return &Ingress{
 		store: opts.Store, queue: opts.Queue, journal: opts.Journal, limiter: opts.Limiter, observe: opts.Observe, log: opts.Logger,
+		refused: opts.OnRefused,
 		shared: opts.Shared, claims: opts.Claims,
 		seen: seen, boot: hex.EncodeToString(b),
 	}
@@ -209,6 +212,16 @@ type Submission struct {
 	// waited for before OnDone, so a turn costs one fsync instead of two.
 	// Platforms that acknowledge on Accept must leave it false.
 	DeferSync bool
+	// Unlimited exempts the message from the per-sender limit: it comes
+	// from ship itself (a scheduled task, the turn after an approval), not
+	// from someone who could flood.
+	Unlimited bool
+	// KeepRefused logs a message the limit or the queue refused, with the
+	// refusal next to it: a platform is acknowledged either way, and the
+	// conversation stays complete (a re-delivery is then a duplicate). An
+	// API caller is told to retry instead, so its message is not kept and
+	// its id not used up.
+	KeepRefused bool
 }
 
 // journalItem is s as the pending-work journal (or the cluster's queue)
@@ -237,6 +250,12 @@ func (s Submission) Request() dispatch.RequestContext {
 // error (wrapping queue.ErrQueueFull or queue.ErrQueueStopped) returned for
 // a "busy" reply.
 func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
+	if s.ID == "" {
+		s.ID = in.nextID()
+	}
+	if err := in.admit(s); err != nil {
+		return Ticket{}, in.refuse(ctx, s, err)
+	}
 	s.prepare(ctx)
 	return in.enqueue(ctx, s, true)
 }
@@ -332,6 +351,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			_ = in.journal.Done(s.ID)
 		}
 		in.logRefusal(ctx, req, err)
+		in.notifyRefused(ctx, s, err)
 		return Ticket{}, fmt.Errorf("queueing message: %w", err)
 	}
 	if in.observe != nil && logUser {
@@ -357,6 +377,7 @@ func (in *Ingress) submit(ctx context.Context, s Submission, logUser bool) (Tick
 	t, err := in.shared.Submit(ctx, s.journalItem(req), s.OnDone)
 	if err != nil {
 		in.logRefusal(ctx, req, err)
+		in.notifyRefused(ctx, s, err)
 		return Ticket{}, fmt.Errorf("queueing message: %w", err)
 	}
 	if in.observe != nil && logUser {

@@ -34,17 +34,6 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 		s.Message.Text = text
 		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", s.Message.MessageID).Msg("message cut at the length limit")
 	}
-	if in.limiter != nil && s.Message.UserID != "" && !in.limiter.Allow(s.ChatKey, s.Message.UserID) {
-		// One member flooding a group must not starve the rest: the
-		// message is kept in the log (the conversation stays complete) but
-		// not run, and the platform is not asked to send it again.
-		in.log.Warn().Str("chatKey", s.ChatKey).Str("userId", s.Message.UserID).Msg("user over the message rate limit: logged, not answered")
-		err := in.RecordOnce(ctx, s)
-		if err != nil && !errors.Is(err, ErrDuplicate) {
-			return Ticket{}, err
-		}
-		return Ticket{Limited: true}, nil
-	}
 	id := s.Message.MessageID
 	if id == "" {
 		return in.Accept(ctx, s)

@@ -104,8 +104,15 @@ func refillTime(burst int, r rate.Limit) time.Duration {
 // and counts it when so. A refused message is not counted: a user who keeps
 // trying gets through as soon as the bucket allows.
 func (l *UserLimiter) Allow(chatKey, userID string) bool {
+	ok, _ := l.Take(chatKey, userID)
+	return ok
+}
+
+// Take is Allow that also says, for a refused message, how long until one
+// would be taken: what a refused sender is told to wait.
+func (l *UserLimiter) Take(chatKey, userID string) (bool, time.Duration) {
 	if l.limit == rate.Inf {
-		return true
+		return true, 0
 	}
 	now := l.now()
 	k := userKey{chatKey, userID}
@@ -127,7 +134,13 @@ func (l *UserLimiter) Allow(chatKey, userID string) bool {
 	if now.After(b.last) {
 		b.last = now
 	}
-	return b.lim.AllowN(now, 1)
+	if b.lim.AllowN(now, 1) {
+		return true, 0
+	}
+	r := b.lim.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	r.CancelAt(now) // only asked: the refused message takes no token
+	return false, wait
 }
 
 // Len is how many (chat, user) pairs are remembered.

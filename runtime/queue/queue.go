@@ -263,6 +263,24 @@ func (q *Queue[T]) Enqueue(item Item[T]) (Ticket, error) {
 	return Ticket{ID: item.ID, Position: q.order.Len()}, nil
 }
 
+// Admits reports why an item of chatKey would be refused now
+// (ErrQueueStopped, or a *QueueFullError), or nil when Enqueue would take
+// it. A caller checks before it records a message, so a refusal leaves
+// nothing half done; Enqueue still decides, as the queue may fill between
+// the two calls.
+func (q *Queue[T]) Admits(chatKey string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped {
+		return ErrQueueStopped
+	}
+	startsNow := q.lanes[chatKey] == nil && q.running < q.opts.Concurrency
+	if !startsNow && q.order.Len() >= q.opts.Capacity {
+		return &QueueFullError{Capacity: q.opts.Capacity, Waiting: q.order.Len()}
+	}
+	return nil
+}
+
 // newIDLocked returns the next "q-<n>" not in use; it skips IDs a caller
 // chose by hand so assigned IDs stay unique.
 func (q *Queue[T]) newIDLocked() string {

@@ -114,6 +114,8 @@ func (s *Scheduler) submit(ctx context.Context, t Task, route dispatch.RequestCo
 		Meta:     meta,
 		Route:    &route,
 		Identity: IdentityPrefix + t.Name,
+		// ship's own schedule, not someone who could flood.
+		Unlimited: true,
 		OnDone: func(o ingress.Outcome) {
 			status, result := summarize(o, route)
 			s.ended(t.Name, id, status, result)
