@@ -167,7 +167,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		Queue: queue.Options{
 			Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency, RunTimeout: cfg.RunTimeout(),
 		},
-		UserLimit: ingress.UserLimiterOptions{Rate: rate.Limit(float64(cfg.Queue.SenderPerMinute) / 60), Burst: cfg.Queue.SenderBurst},
+		UserLimit:    ingress.UserLimiterOptions{Rate: rate.Limit(float64(cfg.Queue.SenderPerMinute) / 60), Burst: cfg.Queue.SenderBurst},
 		SegmentBytes: cfg.Store.SegmentBytes,
 		MaxTokens:    cfg.LLM.MaxTokens,
 		// Streaming lets SSE clients and `ship chat` see replies as the

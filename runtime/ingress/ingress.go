@@ -160,7 +160,7 @@ func New(opts Options) *Ingress {
 	return &Ingress{
 		store: opts.Store, queue: opts.Queue, journal: opts.Journal, limiter: opts.Limiter, observe: opts.Observe, log: opts.Logger,
 		refused: opts.OnRefused,
-		shared: opts.Shared, claims: opts.Claims,
+		shared:  opts.Shared, claims: opts.Claims,
 		seen: seen, boot: hex.EncodeToString(b),
 	}
 }
