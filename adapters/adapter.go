@@ -66,6 +66,15 @@ type (
 	// ButtonSender sends text with buttons (dispatch.ButtonSender: the
 	// core finds it on the registered dispatcher).
 	ButtonSender = dispatch.ButtonSender
+	// ReplyAddressed: in groups a reply to the bot's message reaches it
+	// as a mention does (dispatch.ReplyAddressed; /help says so).
+	ReplyAddressed = dispatch.ReplyAddressed
+	// TaskRouter decides how a post ship makes on its own, such as a
+	// scheduled task's result, reaches a chat (dispatch.TaskRouter).
+	TaskRouter = dispatch.TaskRouter
+	// ReplyWindowed explains a platform's reply window when such a post
+	// is refused (dispatch.ReplyWindowed).
+	ReplyWindowed = dispatch.ReplyWindowed
 )
 
 // Status is an adapter's state as /api/status shows it.

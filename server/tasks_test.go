@@ -31,7 +31,7 @@ func tasksEnv(t *testing.T) *env {
 		}
 	}
 	return newEnv(t, setup{dir: dir, opts: func(o *server.Options) {
-		s, err := tasks.New(tasks.Options{Dir: folder, Submitter: o.Engine.Ingress(), History: o.Engine.Store()})
+		s, err := tasks.New(tasks.Options{Dir: folder, Submitter: o.Engine.Ingress(), History: o.Engine.Store(), Dispatchers: o.Engine.Dispatchers()})
 		if err != nil {
 			t.Fatal(err)
 		}

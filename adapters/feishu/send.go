@@ -190,6 +190,22 @@ func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, tex
 	return err
 }
 
+// A Feishu thread is reached only by replying in it: the adapter says so
+// for posts ship makes on its own.
+var _ adapters.TaskRouter = (*Adapter)(nil)
+
+// TaskRoute is where a post ship makes on its own (a scheduled task's
+// result) goes in the chat whose latest message came by last: a new
+// message in the chat, not a reply to anyone, except in a thread, which
+// Feishu lets a bot post in only as a reply to one of its messages (the
+// latest).
+func (a *Adapter) TaskRoute(last dispatch.RequestContext) dispatch.RequestContext {
+	if last.ThreadID == "" {
+		last.MessageID = ""
+	}
+	return last
+}
+
 // sendMessage delivers one message of msgType into req's chat and returns
 // its id: in groups and threads a reply to the triggering message (in its
 // thread when it has one), in a one-to-one chat a new message.

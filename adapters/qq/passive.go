@@ -9,6 +9,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/tencent-connect/botgo/dto"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
@@ -173,3 +174,24 @@ func kindName(kind string) string {
 }
 
 func minutes(d time.Duration) string { return fmt.Sprintf("%d minutes", int(d.Minutes())) }
+
+// The adapter tells the core how a post ship makes on its own reaches a
+// QQ chat, and why one may be refused.
+var (
+	_ adapters.TaskRouter    = (*Adapter)(nil)
+	_ adapters.ReplyWindowed = (*Adapter)(nil)
+)
+
+// TaskRoute is a passive reply to last: QQ takes a bot's message only as a
+// reply to a person's recent one, so a post ship makes on its own (a
+// scheduled task's result) answers the chat's latest message, and works
+// while that message's window is open.
+func (a *Adapter) TaskRoute(last dispatch.RequestContext) dispatch.RequestContext { return last }
+
+// ReplyWindowHint is QQ's rule for passive replies (replyRules), for a
+// person reading why a task's result did not reach the chat: the refusal
+// itself says only that the window closed.
+func (a *Adapter) ReplyWindowHint(dispatch.RequestContext) string {
+	return fmt.Sprintf("QQ takes a bot's message only as a reply to a user's message: within %d minutes of it in groups, %d in C2C chats",
+		int(replyRules[kindGroup].window.Minutes()), int(replyRules[kindC2C].window.Minutes()))
+}

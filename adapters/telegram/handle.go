@@ -106,6 +106,13 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 	})
 }
 
+// In a group a reply to one of the bot's messages addresses the bot as a
+// mention does (addr.replyToMe above), so /help offers both ways.
+var _ adapters.ReplyAddressed = (*Adapter)(nil)
+
+// RepliesAddressBot marks the adapter as adapters.ReplyAddressed.
+func (a *Adapter) RepliesAddressBot() {}
+
 // stripCommandTarget turns "/ask@ship_bot question" into "/ask question".
 func stripCommandTarget(text, username string) string {
 	first, rest, _ := strings.Cut(text, " ")

@@ -20,8 +20,8 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 		return "Hi! I'm an assistant. Send me a message and I'll answer here. /help lists what else I understand.", true
 	case "help":
 		how := "mention me"
-		if req.Channel == chat.ChannelTelegram {
-			how = "mention me or reply to my message" // Feishu and QQ groups deliver only mentions
+		if d, ok := e.registry.Lookup(req.Channel); ok && dispatch.ReplyAddressesBot(d) {
+			how = "mention me or reply to my message"
 		}
 		return "Just write to me (in groups: " + how + ").\n" +
 			"/status – queue and model\n" +

@@ -117,7 +117,7 @@ func (s *Scheduler) submit(ctx context.Context, t Task, route dispatch.RequestCo
 		// ship's own schedule, not someone who could flood.
 		Unlimited: true,
 		OnDone: func(o ingress.Outcome) {
-			status, result := summarize(o, route)
+			status, result := summarize(o, route, s.replyWindowHint(route))
 			s.ended(t.Name, id, status, result)
 		},
 	})
@@ -133,7 +133,8 @@ func (s *Scheduler) submit(ctx context.Context, t Task, route dispatch.RequestCo
 const routeLookBack = 500
 
 // route is where a run for chatKey replies: the api channel for API chats,
-// else the chat, topic or thread of the latest message the chat sent.
+// else the chat, topic or thread of the latest message the chat sent, the
+// way its platform routes a post ship makes on its own (taskRoute).
 func (s *Scheduler) route(ctx context.Context, chatKey string) (dispatch.RequestContext, error) {
 	if id, ok := chat.APIChatID(chatKey); ok {
 		return dispatch.RequestContext{Channel: chat.ChannelAPI, ChatID: id, ChatKey: chatKey, ChatType: "api"}, nil
@@ -144,7 +145,7 @@ func (s *Scheduler) route(ctx context.Context, chatKey string) (dispatch.Request
 	}
 	for i := len(recent) - 1; i >= 0; i-- {
 		if r, ok := routeFrom(recent[i]); ok {
-			return r, nil
+			return s.taskRoute(r), nil
 		}
 	}
 	if len(recent) == routeLookBack {
@@ -160,31 +161,40 @@ func (s *Scheduler) route(ctx context.Context, chatKey string) (dispatch.Request
 			return dispatch.RequestContext{}, fmt.Errorf("reading chat %s: %w", chatKey, err)
 		}
 		if found != nil {
-			return *found, nil
+			return s.taskRoute(*found), nil
 		}
 	}
 	return dispatch.RequestContext{}, fmt.Errorf("chat %s unknown: %w", chatKey, ErrUnknownChat)
 }
 
-// routeFrom is the route of a message a person sent in the chat. A reply
-// is a new message in the chat or topic, not a reply to that message,
-// except where the platform needs one: QQ bots may post only as a reply to
-// a user's recent message, and a Feishu thread is reached by replying in it.
+// routeFrom is the route of a message a person sent in the chat, the
+// message's id included: whether a task's reply answers it is the
+// platform's to say (taskRoute).
 func routeFrom(e chat.ChatLogEntryV1) (dispatch.RequestContext, bool) {
 	if e.Role != chat.RoleUser || e.Channel == "" || e.Channel == chat.ChannelScheduler || e.Meta["restored"] == true {
 		return dispatch.RequestContext{}, false
 	}
-	r := dispatch.RequestContext{
-		Channel: e.Channel, ChatID: e.ChatID, ChatKey: e.ChatKey,
+	return dispatch.RequestContext{
+		Channel: e.Channel, ChatID: e.ChatID, ChatKey: e.ChatKey, MessageID: e.MessageID,
 		ChatType: metaString(e.Meta, "chatType"), MessageThreadID: metaInt(e.Meta, "messageThreadId"), ThreadID: metaString(e.Meta, "threadId"),
-	}
-	switch {
-	case e.Channel == chat.ChannelQQ:
-		r.MessageID = e.MessageID
-	case e.Channel == chat.ChannelFeishu && r.ThreadID != "":
-		r.MessageID = e.MessageID
-	}
-	return r, true
+	}, true
+}
+
+// taskRoute is how a run's replies reach the chat whose latest message came
+// by last. A reply is a new message in the chat, topic or thread, not a
+// reply to that message, unless the chat's platform needs one (it is a
+// dispatch.TaskRouter): some take a bot's message only as a reply to a
+// person's recent one, or reach a thread only by a reply in it.
+func (s *Scheduler) taskRoute(last dispatch.RequestContext) dispatch.RequestContext {
+	d, _ := s.disp.Lookup(last.Channel)
+	return dispatch.TaskRoute(d, last)
+}
+
+// replyWindowHint is the rule of route's platform for when it takes a
+// bot's message ("" where there is none): a refused reply's result says it.
+func (s *Scheduler) replyWindowHint(route dispatch.RequestContext) string {
+	d, _ := s.disp.Lookup(route.Channel)
+	return dispatch.ReplyWindowHint(d, route)
 }
 
 func metaString(m map[string]any, k string) string {
@@ -209,8 +219,9 @@ func metaInt(m map[string]any, k string) int64 {
 	return 0
 }
 
-// summarize says how a run ended, in one line for listings.
-func summarize(o ingress.Outcome, route dispatch.RequestContext) (status, result string) {
+// summarize says how a run ended, in one line for listings. hint is the
+// reply window of route's platform, added when the reply was refused.
+func summarize(o ingress.Outcome, route dispatch.RequestContext, hint string) (status, result string) {
 	switch {
 	case errors.Is(o.Err, queue.ErrQueueStopped):
 		return StatusInterrupted, "ship stopped before the run began; it runs at the next start"
@@ -237,8 +248,8 @@ func summarize(o ingress.Outcome, route dispatch.RequestContext) (status, result
 	switch {
 	case refusal != "" && sent == 0 && !o.FallbackSent:
 		msg := "the reply did not reach the chat: " + clip(refusal, 300)
-		if route.Channel == chat.ChannelQQ {
-			msg += " (QQ takes a bot's message only as a reply to a user's message: within 5 minutes of it in groups, 60 in C2C chats)"
+		if hint != "" {
+			msg += " (" + hint + ")"
 		}
 		return StatusFailed, msg
 	case sent > 0:

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
@@ -28,6 +29,15 @@ type Submitter interface {
 type History interface {
 	Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatLogEntryV1, error)
 	Scan(ctx context.Context, chatKey string, fn func(chat.ChatLogEntryV1) bool) error
+}
+
+// Dispatchers finds a channel's dispatcher (the engine's
+// dispatch.Registry): a task's replies reach its chat the way the chat's
+// platform says (dispatch.TaskRoute), and a refused one is explained by the
+// platform's rule (dispatch.ReplyWindowHint), so the scheduler needs to
+// know no platform itself.
+type Dispatchers interface {
+	Lookup(channel string) (dispatch.Dispatcher, bool)
 }
 
 // Clock is the scheduler's time; tests drive one by hand.
@@ -53,6 +63,9 @@ type Options struct {
 	Dir       string
 	Submitter Submitter
 	History   History
+	// Dispatchers are the platforms' dispatchers, asked how a task's
+	// replies reach a chat.
+	Dispatchers Dispatchers
 	// Clock is the system clock when nil.
 	Clock Clock
 	// Local is the zone of tasks that name none; nil is time.Local.
@@ -70,6 +83,7 @@ type Scheduler struct {
 	folder Folder
 	sub    Submitter
 	hist   History
+	disp   Dispatchers
 	clock  Clock
 	local  *time.Location
 	poll   time.Duration
@@ -95,11 +109,11 @@ type cached struct {
 // New returns a Scheduler; it reads nothing until it runs, so start-up
 // does not wait for the disk.
 func New(opts Options) (*Scheduler, error) {
-	if opts.Dir == "" || opts.Submitter == nil || opts.History == nil {
-		return nil, errors.New("tasks: Options.Dir, Submitter and History are required")
+	if opts.Dir == "" || opts.Submitter == nil || opts.History == nil || opts.Dispatchers == nil {
+		return nil, errors.New("tasks: Options.Dir, Submitter, History and Dispatchers are required")
 	}
 	s := &Scheduler{
-		folder: Folder{Dir: opts.Dir}, sub: opts.Submitter, hist: opts.History,
+		folder: Folder{Dir: opts.Dir}, sub: opts.Submitter, hist: opts.History, disp: opts.Dispatchers,
 		clock: opts.Clock, local: opts.Local, poll: opts.Poll,
 		log:     opts.Logger.With().Str("component", "tasks").Logger(),
 		entries: map[string]cached{},

@@ -15,6 +15,7 @@ import (
 )
 
 func TestSummarizeSaysHowARunEnded(t *testing.T) {
+	s := &Scheduler{disp: platforms(t)}
 	qq := dispatch.RequestContext{Channel: "qq", ChatKey: "qq:group:G1", ChatType: "group", MessageID: "m1"}
 	tg := dispatch.RequestContext{Channel: "telegram", ChatKey: "telegram:chat:1"}
 	sent := agent.ToolCallRecord{Tool: "chat_send", Output: `{"success":true}`}
@@ -34,7 +35,7 @@ func TestSummarizeSaysHowARunEnded(t *testing.T) {
 		{"stopped before", ingress.Outcome{Err: fmt.Errorf("item x not run: %w", queue.ErrQueueStopped)}, tg, StatusInterrupted, "runs at the next start"},
 		{"stopped during", ingress.Outcome{Err: fmt.Errorf("running model: %w", context.Canceled)}, tg, StatusInterrupted, "unless its reply had begun"},
 	} {
-		status, result := summarize(tc.o, tc.route)
+		status, result := summarize(tc.o, tc.route, s.replyWindowHint(tc.route))
 		if status != tc.status || !strings.Contains(result, tc.resultHas) {
 			t.Errorf("%s: %s %q; want %s with %q", tc.name, status, result, tc.status, tc.resultHas)
 		}
@@ -42,6 +43,7 @@ func TestSummarizeSaysHowARunEnded(t *testing.T) {
 }
 
 func TestRouteFromTheChatsLatestMessage(t *testing.T) {
+	s := &Scheduler{disp: platforms(t)}
 	entry := func(channel, key string, meta map[string]any) chat.ChatLogEntryV1 {
 		return chat.ChatLogEntryV1{Channel: channel, ChatID: "C", ChatKey: key, MessageID: "M", Role: chat.RoleUser, Meta: meta}
 	}
@@ -59,10 +61,15 @@ func TestRouteFromTheChatsLatestMessage(t *testing.T) {
 			dispatch.RequestContext{Channel: "feishu", ChatID: "C", ChatKey: "feishu:chat:C", ChatType: "group"}, true},
 		{"feishu thread: a reply in it", entry("feishu", "feishu:chat:C:thread:T", map[string]any{"chatType": "group", "threadId": "T"}),
 			dispatch.RequestContext{Channel: "feishu", ChatID: "C", ChatKey: "feishu:chat:C:thread:T", ChatType: "group", ThreadID: "T", MessageID: "M"}, true},
+		{"a platform not running here: a new message", entry("other", "other:chat:C", map[string]any{"chatType": "group"}),
+			dispatch.RequestContext{Channel: "other", ChatID: "C", ChatKey: "other:chat:C", ChatType: "group"}, true},
 		{"a task's own entry", entry(chat.ChannelScheduler, "telegram:chat:C", nil), dispatch.RequestContext{}, false},
 		{"a restored entry", entry("telegram", "telegram:chat:C", map[string]any{"restored": true}), dispatch.RequestContext{}, false},
 	} {
 		got, ok := routeFrom(tc.e)
+		if ok {
+			got = s.taskRoute(got)
+		}
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("%s: %+v %v; want %+v %v", tc.name, got, ok, tc.want, tc.ok)
 		}
