@@ -17,6 +17,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // retryAfterSeconds is what a refused client is told to wait: long enough
@@ -114,12 +115,10 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			UserID:    in.userID,
 			ChatType:  "api",
 		},
+		Meta: identityMeta(who),
 		// The run acts as who the token proves, not as the body's userId
 		// (a label); it is journaled, so a recovered run keeps it.
-		Identity: who,
-		Meta:     identityMeta(who),
-		Tools:    in.tools,
-		LLM:      in.llm,
+		Turn: turn.Turn{Identity: who, Tools: turn.Tools(in.tools), Model: in.llm},
 		OnDone: func(o ingress.Outcome) {
 			done <- runResult{outcome: o, replies: s.unregister(key, c)}
 		},

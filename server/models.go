@@ -67,7 +67,7 @@ func (s *Server) checkLLMConfig(c *llmConfig) (llm.Override, *inputError) {
 		}
 		o.MaxTokens = *c.MaxTokens
 	}
-	if err := o.Validate(); err != nil {
+	if err := llm.ValidateCallOptions(o.CallOptions); err != nil {
 		msg := strings.TrimPrefix(err.Error(), llm.ErrBadCallOption.Error()+": ")
 		if !errors.Is(err, llm.ErrBadCallOption) {
 			msg = err.Error()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // sendRequest is the body of POST /api/send (see README: HTTP API).
@@ -49,11 +50,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
+		Meta:    identityMeta(who),
 		// As in handleExecute: the token's identity, never the body's.
-		Identity: who,
-		Meta:     identityMeta(who),
-		Tools:    in.tools,
-		LLM:      in.llm,
+		Turn: turn.Turn{Identity: who, Tools: turn.Tools(in.tools), Model: in.llm},
 	})
 	status := "ok"
 	switch {

@@ -120,3 +120,33 @@ func TestShipDoesNotUseTheBrowserHelper(t *testing.T) {
 		t.Error("cmd/ship depends on internal/browser, which only tests and bench programs may use")
 	}
 }
+
+// TestTheTurnIsALeaf keeps runtime/turn importable by every part of ship:
+// it is the one value a turn is carried as, so it may depend on nothing.
+func TestTheTurnIsALeaf(t *testing.T) {
+	p, ok := graph(t)["runtime/turn"]
+	if !ok {
+		t.Fatal("package runtime/turn not found")
+	}
+	if len(p.deps) != 0 {
+		t.Errorf("runtime/turn depends on %v; it must be a leaf", p.deps)
+	}
+}
+
+// TestIngressAndJournalCarryTheTurnWhole keeps the front door and the
+// pending-work journal from growing a copy of the turn's fields: they hold
+// a turn.Turn and know nothing of the agent, the models or the policy.
+func TestIngressAndJournalCarryTheTurnWhole(t *testing.T) {
+	g := graph(t)
+	for _, name := range []string{"runtime/ingress", "runtime/journal"} {
+		p, ok := g[name]
+		if !ok {
+			t.Fatalf("package %s not found", name)
+		}
+		for _, d := range p.deps {
+			if under(d, "runtime/agent") || under(d, "runtime/llm") || under(d, "runtime/policy") {
+				t.Errorf("%s depends on %s", name, d)
+			}
+		}
+	}
+}

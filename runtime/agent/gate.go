@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // Gate governs tool use: which tools the model sees in a run and whether
@@ -65,14 +67,9 @@ type Verdict struct {
 	Content string
 }
 
-// PresetCall is a tool call a run makes before the model's first answer:
-// the call someone approved, run exactly as it was asked for, so the model
-// continues from its result.
-type PresetCall struct {
-	Tool string
-	// Args is the call's JSON arguments, exactly as approved.
-	Args string
-}
+// PresetCall is a call run for the model before its first answer: a call
+// someone approved (turn.Call).
+type PresetCall = turn.Call
 
 // offeredTools is the tool list of one run: the tools the gate lets the
 // model see, asked about by their policy names.

@@ -198,7 +198,7 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	l := &loop{r: r, in: in, ec: ec, hist: hist, hasChannel: hasChannel, log: log}
 	res, runErr := l.run(ctx)
 
-	newTurn := compactTurn(append(turn{user}, ec.produced()...), r.sessions.limits.MaxToolOutput)
+	newTurn := compactTurn(append(exchange{user}, ec.produced()...), r.sessions.limits.MaxToolOutput)
 	r.sessions.update(in.ChatKey, append(l.hist, newTurn), epoch)
 	return res, runErr
 }
@@ -208,7 +208,7 @@ type loop struct {
 	r          *Runtime
 	in         AgentRunInput
 	ec         *ToolExecutionContext
-	hist       []turn
+	hist       []exchange
 	hasChannel bool
 	log        zerolog.Logger
 
@@ -283,7 +283,7 @@ func (l *loop) fail(err error) (AgentResult, error) {
 // shrinking the history on a context-length error. It returns the answer's
 // choices merged into one (see mergeChoices).
 func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, error) {
-	opts := append([]llms.CallOption{llms.WithTools(l.tools)}, l.in.Call.Options(l.r.opts.MaxTokens)...)
+	opts := append([]llms.CallOption{llms.WithTools(l.tools)}, llm.CallOptionsOf(l.in.Call, l.r.opts.MaxTokens)...)
 	if l.r.opts.Stream && l.in.OnStep != nil {
 		calls := toolCallStream{}
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
@@ -370,7 +370,7 @@ func (l *loop) dropOldestHalf() {
 		n += len(t)
 	}
 	l.ec.dropHistory(1, 1+n)
-	l.hist = append([]turn(nil), l.hist[half:]...)
+	l.hist = append([]exchange(nil), l.hist[half:]...)
 }
 
 // runTools executes the tool calls of one model answer and reports whether

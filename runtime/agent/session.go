@@ -37,13 +37,14 @@ func (l HistoryLimits) withDefaults() HistoryLimits {
 	return l
 }
 
-// turn is one exchange: the user message and everything the run produced.
+// exchange is one turn of the conversation: the user message and everything
+// the run produced.
 // History is trimmed by whole turns, so a tool call never loses its result.
-type turn []llms.MessageContent
+type exchange []llms.MessageContent
 
 type session struct {
 	key   string
-	turns []turn
+	turns []exchange
 	// epoch changes whenever the history is replaced from outside a run
 	// (/clear, a rebuild after eviction): a run that read an older epoch
 	// must not write its view back over it.
@@ -78,12 +79,12 @@ func newSessions(limits HistoryLimits, store chat.Log) *sessions {
 // memory (after a restart or eviction). currentText and currentID identify
 // the message being handled, which is already in the store and must not
 // appear as history.
-func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) ([]turn, uint64, error) {
+func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) ([]exchange, uint64, error) {
 	ss.mu.Lock()
 	if el, ok := ss.m[chatKey]; ok {
 		ss.lru.MoveToFront(el)
 		s := el.Value.(*session)
-		turns := append([]turn(nil), s.turns...)
+		turns := append([]exchange(nil), s.turns...)
 		ss.mu.Unlock()
 		return turns, s.epoch, nil
 	}
@@ -96,7 +97,7 @@ func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID
 	return turns, ss.replace(chatKey, turns), nil
 }
 
-func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) ([]turn, error) {
+func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) ([]exchange, error) {
 	if ss.store == nil {
 		return nil, nil
 	}
@@ -135,18 +136,18 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 			refused[e.MessageID] = true
 		}
 	}
-	var turns []turn
+	var turns []exchange
 	for _, e := range entries[:cut] {
 		switch e.Role {
 		case chat.RoleUser:
 			if e.MessageID != "" && refused[e.MessageID] {
 				continue
 			}
-			turns = append(turns, turn{llms.TextParts(llms.ChatMessageTypeHuman, e.Text)})
+			turns = append(turns, exchange{llms.TextParts(llms.ChatMessageTypeHuman, e.Text)})
 		case chat.RoleAssistant:
 			msg := llms.TextParts(llms.ChatMessageTypeAI, e.Text)
 			if len(turns) == 0 {
-				turns = append(turns, turn{msg})
+				turns = append(turns, exchange{msg})
 			} else {
 				turns[len(turns)-1] = append(turns[len(turns)-1], msg)
 			}
@@ -159,7 +160,7 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 // limits, if the history is still the one the run read (epoch). After a
 // /clear during the run, or an eviction, it stores nothing: the log keeps
 // the turn, and history rebuilt from it starts after the /clear.
-func (ss *sessions) update(chatKey string, turns []turn, epoch uint64) {
+func (ss *sessions) update(chatKey string, turns []exchange, epoch uint64) {
 	turns = ss.trim(turns)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -172,7 +173,7 @@ func (ss *sessions) update(chatKey string, turns []turn, epoch uint64) {
 }
 
 // replace sets the chat's history under a new epoch and returns it.
-func (ss *sessions) replace(chatKey string, turns []turn) uint64 {
+func (ss *sessions) replace(chatKey string, turns []exchange) uint64 {
 	turns = ss.trim(turns)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -206,7 +207,7 @@ func (ss *sessions) len() int {
 
 // trim drops whole turns from the front until the limits hold; the newest
 // turn is always kept.
-func (ss *sessions) trim(turns []turn) []turn {
+func (ss *sessions) trim(turns []exchange) []exchange {
 	msgs, chars := 0, 0
 	for _, t := range turns {
 		msgs += len(t)
@@ -217,10 +218,10 @@ func (ss *sessions) trim(turns []turn) []turn {
 		chars -= turnChars(turns[0])
 		turns = turns[1:]
 	}
-	return append([]turn(nil), turns...)
+	return append([]exchange(nil), turns...)
 }
 
-func turnChars(t turn) int {
+func turnChars(t exchange) int {
 	n := 0
 	for _, m := range t {
 		for _, p := range m.Parts {
@@ -240,8 +241,8 @@ func turnChars(t turn) int {
 }
 
 // compactTurn shortens tool results before they are kept as history.
-func compactTurn(t turn, maxToolOutput int) turn {
-	out := make(turn, len(t))
+func compactTurn(t exchange, maxToolOutput int) exchange {
+	out := make(exchange, len(t))
 	for i, m := range t {
 		out[i] = m
 		if m.Role != llms.ChatMessageTypeTool {

@@ -9,8 +9,8 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-func userTurn(text string, tools int) turn {
-	t := turn{llms.TextParts(llms.ChatMessageTypeHuman, text)}
+func userTurn(text string, tools int) exchange {
+	t := exchange{llms.TextParts(llms.ChatMessageTypeHuman, text)}
 	for i := 0; i < tools; i++ {
 		id := fmt.Sprintf("%s-%d", text, i)
 		t = append(t,
@@ -23,7 +23,7 @@ func userTurn(text string, tools int) turn {
 
 func TestTrimKeepsToolCallsWithTheirResults(t *testing.T) {
 	ss := newSessions(HistoryLimits{MaxMessages: 6}, nil)
-	var turns []turn
+	var turns []exchange
 	for i := 0; i < 5; i++ {
 		turns = append(turns, userTurn(fmt.Sprintf("t%d", i), 1)) // 3 messages each
 	}
@@ -51,7 +51,7 @@ func TestTrimKeepsToolCallsWithTheirResults(t *testing.T) {
 
 func TestNewestTurnIsKeptEvenWhenItAloneIsOverTheLimit(t *testing.T) {
 	ss := newSessions(HistoryLimits{MaxMessages: 2}, nil)
-	ss.replace("k", []turn{userTurn("old", 0), userTurn("big", 5)})
+	ss.replace("k", []exchange{userTurn("old", 0), userTurn("big", 5)})
 	got, _, _ := ss.history(context.Background(), "k", "", "")
 	if len(got) != 1 || textOf(got[0][0]) != "big" || len(got[0]) != 11 {
 		t.Fatalf("got %d turns", len(got))
@@ -61,13 +61,13 @@ func TestNewestTurnIsKeptEvenWhenItAloneIsOverTheLimit(t *testing.T) {
 func TestLeastRecentlyUsedChatsAreDropped(t *testing.T) {
 	ss := newSessions(HistoryLimits{MaxChats: 3}, nil)
 	for i := 0; i < 5; i++ {
-		ss.replace(fmt.Sprint(i), []turn{userTurn("x", 0)})
+		ss.replace(fmt.Sprint(i), []exchange{userTurn("x", 0)})
 	}
 	// Touch chat 2 so chat 3 is now the least recently used of {2, 3, 4}.
 	if _, _, err := ss.history(context.Background(), "2", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	ss.replace("5", []turn{userTurn("x", 0)})
+	ss.replace("5", []exchange{userTurn("x", 0)})
 	if ss.len() != 3 {
 		t.Fatalf("%d chats in memory, want 3", ss.len())
 	}
@@ -80,7 +80,7 @@ func TestLeastRecentlyUsedChatsAreDropped(t *testing.T) {
 
 func TestCompactTurnShortensOnlyToolResults(t *testing.T) {
 	long := strings.Repeat("é", 3000) // 6000 bytes
-	in := turn{
+	in := exchange{
 		llms.TextParts(llms.ChatMessageTypeHuman, long),
 		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "a", Content: long}}},
 	}

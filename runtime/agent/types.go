@@ -12,6 +12,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/media"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // AgentRunInput is what a run needs: the chat and the user's text. Where the
@@ -54,42 +55,18 @@ const (
 	StepApprovalRequired = RefusedPendingApproval
 )
 
-// StepEvent is one thing that happened during a run.
-type StepEvent struct {
-	Type      string
-	Step      int    // the model call it belongs to, from 1
-	CallIndex int    // tool_call_delta: which call of the step, from 0
-	Text      string // text or text delta
-	Tool      string // tool name for tool events
-	CallID    string
-	Input     string // raw JSON arguments
-	Output    string // tool output
-	OK        bool   // tool result: the tool reported success
-}
+// StepEvent is one thing that happened during a run (turn.Step).
+type StepEvent = turn.Step
 
 // ToolCallRecord is one tool call as reported in AgentResult.
-type ToolCallRecord struct {
-	Tool   string         `json:"tool"`
-	Input  map[string]any `json:"input"`
-	Output string         `json:"output"`
-}
+type ToolCallRecord = turn.ToolCall
 
-// AgentResult is the outcome of a run; /api/execute answers with it.
-type AgentResult struct {
-	Success   bool             `json:"success"`
-	Output    string           `json:"output"`
-	ToolCalls []ToolCallRecord `json:"toolCalls"`
-	// Delivered is true when a tool delivered user-visible text during the
-	// run; the final-output fallback is skipped then.
-	Delivered bool `json:"-"`
-	// Usage adds up the tokens the provider reported (zero when it did not).
-	Usage Usage `json:"-"`
-}
+// AgentResult is the outcome of a run (turn.Result); /api/execute answers
+// with it.
+type AgentResult = turn.Result
 
 // Usage counts tokens over a run's model calls.
-type Usage struct {
-	PromptTokens, CompletionTokens int
-}
+type Usage = turn.Usage
 
 // ToolResult is what a tool gives back to the loop.
 type ToolResult struct {

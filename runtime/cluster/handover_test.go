@@ -10,6 +10,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // A replica whose partition lease lapsed while items of it were still
@@ -115,8 +116,7 @@ func keyIn(q *Queue, p int) string {
 
 func put(t *testing.T, q *Queue, key, id string) {
 	t.Helper()
-	_, err := q.Submit(context.Background(), journal.Item{ID: id, ChatKey: key,
-		Request: dispatch.RequestContext{Channel: "api", ChatKey: key, MessageID: id}, Text: id}, nil)
+	_, err := q.Submit(context.Background(), journal.Item{Turn: turn.Turn{ID: id, ChatKey: key, Route: dispatch.RequestContext{Channel: "api", ChatKey: key, MessageID: id}, Text: id}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

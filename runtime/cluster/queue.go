@@ -132,8 +132,8 @@ func (q *Queue) Submit(ctx context.Context, it journal.Item, onDone func(ingress
 		}
 	}
 	msgID := it.ID
-	if it.Request.MessageID != "" {
-		sum := sha256.Sum256([]byte(it.ChatKey + "\x00" + it.Request.MessageID))
+	if it.Route.MessageID != "" {
+		sum := sha256.Sum256([]byte(it.ChatKey + "\x00" + it.Route.MessageID))
 		msgID = "m:" + hex.EncodeToString(sum[:16])
 	}
 	// The message id makes a retry (or a second replica's submit of the

@@ -12,6 +12,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // startNode starts a replica: the first one runs the embedded server, the
@@ -89,8 +90,7 @@ func submit(t *testing.T, q *Queue, chats, perChat int) {
 	for i := range perChat {
 		for c := range chats {
 			key := fmt.Sprintf("api:chat:c%d", c)
-			_, err := q.Submit(context.Background(), journal.Item{ID: fmt.Sprintf("c%d-m%d", c, i), ChatKey: key,
-				Request: dispatch.RequestContext{Channel: "api", ChatKey: key, MessageID: fmt.Sprintf("c%d-m%d", c, i)}, Text: fmt.Sprintf("m%d", i)}, nil)
+			_, err := q.Submit(context.Background(), journal.Item{Turn: turn.Turn{ID: fmt.Sprintf("c%d-m%d", c, i), ChatKey: key, Route: dispatch.RequestContext{Channel: "api", ChatKey: key, MessageID: fmt.Sprintf("c%d-m%d", c, i)}, Text: fmt.Sprintf("m%d", i)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

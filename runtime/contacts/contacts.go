@@ -119,7 +119,7 @@ func Open(path string, log zerolog.Logger) (*Book, error) {
 // be written to (the API, the scheduler) teach nothing.
 func (b *Book) Learn(_ context.Context, s ingress.Submission) {
 	m := s.Message
-	if m.UserID == "" || s.Channel == chat.ChannelAPI || s.Channel == chat.ChannelScheduler || s.Route != nil {
+	if m.UserID == "" || s.Channel == chat.ChannelAPI || s.Channel == chat.ChannelScheduler || s.Turn.Route.Channel != "" {
 		return
 	}
 	w := Where{Channel: s.Channel, ChatKey: s.ChatKey, ChatID: m.ChatID, ChatType: m.ChatType,

@@ -4,25 +4,17 @@
 // logs what was delivered and applies the final-output fallback.
 package dispatch
 
-import "context"
+import (
+	"context"
+
+	"github.com/shipmyagent/ship/runtime/turn"
+)
 
 // RequestContext says where the message being handled came from, so that a
 // reply sent from deep inside a tool call finds its way back to the same chat,
-// topic and message. It is request data, and travels in a context.Context
-// (see WithRequest).
-type RequestContext struct {
-	Channel string `json:"channel,omitempty"`
-	ChatID  string `json:"chatId,omitempty"`
-	// MessageThreadID is the Telegram forum topic (0 when none).
-	MessageThreadID int64 `json:"messageThreadId,omitempty"`
-	// ThreadID is a string thread id for platforms that use one (Feishu).
-	ThreadID  string `json:"threadId,omitempty"`
-	ChatKey   string `json:"chatKey,omitempty"`
-	UserID    string `json:"userId,omitempty"`
-	ChatType  string `json:"chatType,omitempty"`
-	Username  string `json:"username,omitempty"`
-	MessageID string `json:"messageId,omitempty"`
-}
+// topic and message: a turn's Route. It is request data, and travels in a
+// context.Context (see WithRequest).
+type RequestContext = turn.Route
 
 type requestKey struct{}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // noteTimeout bounds one note of the engine's own (a denial, an expiry).
@@ -121,12 +122,14 @@ func (e *Engine) decide(ctx context.Context, code string, approve bool, by polic
 			Text: fmt.Sprintf("[%s approved %s (code %s); it ran as asked and its result follows. Continue from it.]",
 				approver, callText(a), a.Code),
 		},
-		// Who asked, as the policy knew them: an api caller's token
-		// identity or a task's, which the route's userId does not tell.
-		Identity: a.Identity,
-		Meta:     map[string]any{"approval": a.Code, "approvedBy": by.Identity},
-		Preset:   []agent.PresetCall{{Tool: a.Tool, Args: string(a.ArgsJSON)}},
-		Notice:   fmt.Sprintf("Approved by %s: running %s (code %s).", approver, callText(a), a.Code),
+		Meta: map[string]any{"approval": a.Code, "approvedBy": by.Identity},
+		Turn: turn.Turn{
+			// Who asked, as the policy knew them: an api caller's token
+			// identity or a task's, which the route's userId does not tell.
+			Identity: a.Identity,
+			Preset:   []agent.PresetCall{{Tool: a.Tool, Args: string(a.ArgsJSON)}},
+			Notice:   fmt.Sprintf("Approved by %s: running %s (code %s).", approver, callText(a), a.Code),
+		},
 		// A person's decision, not the requester's next message: it is
 		// not counted against the requester's limit.
 		Unlimited: true,

@@ -323,8 +323,8 @@ func (e *Engine) Close(ctx context.Context) ([]queue.Item[ingress.Job], error) {
 	pending := e.queue.Pending()
 	for _, it := range pending {
 		// Streams following this run hear that it will not happen here.
-		e.events.Publish(events.Event{Type: events.TypeError, TaskID: it.ID, ChatKey: it.ChatKey, Channel: it.Value.Request.Channel,
-			UserMessageID: it.Value.Request.MessageID, ErrorCode: "SHUTTING_DOWN", ErrorMessage: "ship stopped before this message's turn; it is kept in the chat log"})
+		e.events.Publish(events.Event{Type: events.TypeError, TaskID: it.ID, ChatKey: it.ChatKey, Channel: it.Value.Route.Channel,
+			UserMessageID: it.Value.Route.MessageID, ErrorCode: "SHUTTING_DOWN", ErrorMessage: "ship stopped before this message's turn; it is kept in the chat log"})
 		if it.Value.OnDone != nil {
 			it.Value.OnDone(ingress.Outcome{
 				Result: agent.AgentResult{ToolCalls: []agent.ToolCallRecord{}},
@@ -391,7 +391,7 @@ const maxAttempts = 3
 func (e *Engine) Recover(ctx context.Context) int {
 	queued := 0
 	for _, it := range e.recovered {
-		log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Request.MessageID).Logger()
+		log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Route.MessageID).Logger()
 		if e.settleInterrupted(ctx, it, log) {
 			continue
 		}
@@ -411,7 +411,7 @@ func (e *Engine) Recover(ctx context.Context) int {
 // Recover: run again, left alone when it may have replied, or marked
 // failed after maxAttempts. onDone hears the outcome of a run.
 func (e *Engine) Take(ctx context.Context, it journal.Item, onDone func(ingress.Outcome)) error {
-	log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Request.MessageID).Logger()
+	log := e.log.With().Str("chatKey", it.ChatKey).Str("requestId", it.ID).Str("messageId", it.Route.MessageID).Logger()
 	if it.Attempts > 0 || it.Sends > 0 {
 		if e.settleInterrupted(ctx, it, log) {
 			return nil
@@ -428,7 +428,7 @@ func (e *Engine) settleInterrupted(ctx context.Context, it journal.Item, log zer
 	e.clearTyping(it, log)
 	switch {
 	case it.Sends > 0:
-		e.ingress.Remember(it.ChatKey, it.Request.MessageID)
+		e.ingress.Remember(it.ChatKey, it.Route.MessageID)
 		log.Warn().Msg("recovery: a reply may have gone out before the crash; not running this message again")
 		if len(it.Streamed) > 0 {
 			e.removeStreamed(it, log)
@@ -436,10 +436,10 @@ func (e *Engine) settleInterrupted(ctx context.Context, it journal.Item, log zer
 		e.settle(it.ID, log)
 		return true
 	case it.Attempts >= maxAttempts:
-		e.ingress.Remember(it.ChatKey, it.Request.MessageID)
+		e.ingress.Remember(it.ChatKey, it.Route.MessageID)
 		log.Error().Int("attempts", it.Attempts).Msg("recovery: message marked failed after repeated interrupted runs")
 		if _, err := e.store.Append(ctx, chat.ChatLogEntryV1{
-			Channel: it.Request.Channel, ChatID: it.Request.ChatID, ChatKey: it.ChatKey, MessageID: it.Request.MessageID,
+			Channel: it.Route.Channel, ChatID: it.Route.ChatID, ChatKey: it.ChatKey, MessageID: it.Route.MessageID,
 			Role: chat.RoleSystem, Text: fmt.Sprintf("not answered: failed after %d interrupted runs", it.Attempts),
 		}); err != nil {
 			log.Error().Err(err).Msg("recovery: logging a failed message")
@@ -461,13 +461,13 @@ func (e *Engine) settle(id string, log zerolog.Logger) {
 // message (a Feishu reaction), in the background: start-up does not wait
 // on a platform.
 func (e *Engine) clearTyping(it journal.Item, log zerolog.Logger) {
-	d, ok := e.registry.Lookup(it.Request.Channel)
+	d, ok := e.registry.Lookup(it.Route.Channel)
 	tc, isCleaner := d.(dispatch.TypingCleaner)
 	if !ok || !isCleaner {
 		return
 	}
 	e.goBackground(func(ctx context.Context) {
-		if err := tc.ClearTyping(ctx, it.Request); err != nil {
+		if err := tc.ClearTyping(ctx, it.Route); err != nil {
 			log.Warn().Err(err).Msg("recovery: removing a typing indicator")
 		}
 	})
@@ -477,9 +477,9 @@ func (e *Engine) clearTyping(it journal.Item, log zerolog.Logger) {
 // ship stopped, of a run that is not run again (it had replied before): a
 // truncated reply must not stay as if it were the answer.
 func (e *Engine) removeStreamed(it journal.Item, log zerolog.Logger) {
-	d, _ := e.registry.Lookup(it.Request.Channel)
+	d, _ := e.registry.Lookup(it.Route.Channel)
 	e.goBackground(func(ctx context.Context) {
-		if err := dispatch.RemoveShown(ctx, d, it.Request, it.Streamed); err != nil {
+		if err := dispatch.RemoveShown(ctx, d, it.Route, it.Streamed); err != nil {
 			log.Warn().Err(err).Msg("recovery: removing an unfinished streamed reply")
 		}
 	})

@@ -86,13 +86,13 @@ func (g *governor) begin(ctx context.Context, job ingress.Job) context.Context {
 	ctx, limits := policy.WithRunLimits(ctx)
 	who := job.Identity
 	if who == "" {
-		who = identity(job.Request)
+		who = identity(job.Route)
 	}
 	return context.WithValue(ctx, scopeKey{}, runScope{
 		policy:    g.current(),
-		subject:   policy.Subject{Identity: who, ChatKey: job.Request.ChatKey},
-		narrowing: job.Tools,
-		req:       job.Request,
+		subject:   policy.Subject{Identity: who, ChatKey: job.Route.ChatKey},
+		narrowing: policy.Narrowing(job.Tools),
+		req:       job.Route,
 		limits:    limits,
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // adminPolicy: u1 may run echo and ls; "admin" may approve; rm never runs.
@@ -72,12 +73,7 @@ func TestDeniedToolIsNotOffered(t *testing.T) {
 func TestRequestNarrowingHidesATool(t *testing.T) {
 	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy})
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{
-		Channel: testChannel, ChatKey: chatKeyOf("1"),
-		Message: ingress.IncomingChatMessage{ChatID: "1", Text: "run: echo hi", MessageID: "m1", UserID: "u1", ChatType: "private"},
-		Tools:   policy.Narrowing{Deny: []string{"exec_shell"}},
-		OnDone:  func(o ingress.Outcome) { done <- o },
-	}); err != nil {
+	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{Turn: turn.Turn{Tools: turn.Tools(policy.Narrowing{Deny: []string{"exec_shell"}})}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "run: echo hi", MessageID: "m1", UserID: "u1", ChatType: "private"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
 	<-done

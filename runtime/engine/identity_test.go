@@ -10,6 +10,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // identityPolicy: only api:ci-bot may run echo, in groups after approval.
@@ -26,11 +27,7 @@ func TestAnApprovedCallContinuesAsTheIdentityThatAskedForIt(t *testing.T) {
 	group := chatKeyOf("-1001")
 	done := make(chan ingress.Outcome, 1)
 	// The run acts as api:ci-bot; its userId u9 is a label with no role.
-	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{
-		Channel: testChannel, ChatKey: group, Identity: "api:ci-bot",
-		Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo continued", MessageID: "m1", UserID: "u9", ChatType: "supergroup"},
-		OnDone:  func(o ingress.Outcome) { done <- o },
-	}); err != nil {
+	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{Turn: turn.Turn{Identity: "api:ci-bot"}, Channel: testChannel, ChatKey: group, Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo continued", MessageID: "m1", UserID: "u9", ChatType: "supergroup"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
@@ -75,7 +72,7 @@ func TestARecoveredRunKeepsItsIdentity(t *testing.T) {
 	dir := t.TempDir()
 	writeJournal(t, dir, func(j *journal.Journal) {
 		it := journalItem("a", "1", "m1", "run: echo recovered")
-		it.Request.UserID = "u9" // a label with no role
+		it.Route.UserID = "u9" // a label with no role
 		it.Identity = "api:ci-bot"
 		_ = j.Add(it)
 	})

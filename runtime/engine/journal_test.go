@@ -15,12 +15,12 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 func journalItem(id, chatID, msgID, text string) journal.Item {
 	key := chatKeyOf(chatID)
-	return journal.Item{ID: id, ChatKey: key, Text: text,
-		Request: dispatch.RequestContext{Channel: testChannel, ChatID: chatID, ChatKey: key, MessageID: msgID, ChatType: "private"}}
+	return journal.Item{Turn: turn.Turn{ID: id, ChatKey: key, Text: text, Route: dispatch.RequestContext{Channel: testChannel, ChatID: chatID, ChatKey: key, MessageID: msgID, ChatType: "private"}}}
 }
 
 // writeJournal leaves a journal as a crashed process would.

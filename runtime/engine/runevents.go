@@ -43,8 +43,8 @@ func newRunEvents(bus *events.Bus, item queue.Item[ingress.Job], redact func(str
 	return &runEvents{
 		bus:     bus,
 		redact:  redact,
-		base:    events.Event{TaskID: item.ID, ChatKey: item.ChatKey, Channel: item.Value.Request.Channel},
-		trigger: item.Value.Request.MessageID,
+		base:    events.Event{TaskID: item.ID, ChatKey: item.ChatKey, Channel: item.Value.Route.Channel},
+		trigger: item.Value.Route.MessageID,
 		replies: map[string]*replyStream{},
 		calls:   map[int]int{},
 		shown:   map[string]bool{},

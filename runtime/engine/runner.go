@@ -53,9 +53,9 @@ func journaledRun(ctx context.Context) (string, bool) {
 func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	job := item.Value
 	log := r.Log.With().Str("requestId", item.ID).Str("chatKey", item.ChatKey).
-		Str("channel", job.Request.Channel).Logger()
+		Str("channel", job.Route.Channel).Logger()
 	ctx = log.WithContext(ctx)
-	ctx = dispatch.WithRequest(ctx, job.Request)
+	ctx = dispatch.WithRequest(ctx, job.Route)
 	if r.gov != nil {
 		ctx = r.gov.begin(ctx, job)
 	}
@@ -72,12 +72,12 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	if journaled {
 		liveOpts.Visible = func(ids []string) error { return r.Journal.Streaming(item.ID, ids) }
 	}
-	live := dispatch.NewLive(ctx, r.Deliverer.Registry, job.Request, liveOpts)
+	live := dispatch.NewLive(ctx, r.Deliverer.Registry, job.Route, liveOpts)
 	ctx = dispatch.WithLive(ctx, live)
 
 	started := time.Now()
 	ev := newRunEvents(r.Events, item, r.Redact)
-	ev.started(job.Instructions)
+	ev.started(job.Text)
 	if job.Notice != "" {
 		r.notice(ctx, job, log)
 	}
@@ -113,7 +113,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 // engine's note, not the model's reply, so it neither counts as the answer
 // nor marks the journaled run as replying.
 func (r *Runner) notice(ctx context.Context, job ingress.Job, log zerolog.Logger) {
-	if err := r.Deliverer.Registry.SendText(ctx, job.Request, job.Notice); err != nil {
+	if err := r.Deliverer.Registry.SendText(ctx, job.Route, job.Notice); err != nil {
 		log.Warn().Err(err).Msg("sending a run's notice")
 	}
 }
@@ -138,7 +138,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		}
 	}()
 	job := item.Value
-	audit := newAudit(r.Deliverer.Store, r.Redact, job.Request)
+	audit := newAudit(r.Deliverer.Store, r.Redact, job.Route)
 	var replies dispatch.ReplyTexts
 	model, call, vision := r.pickModel(item.ChatKey, job, &log)
 	res, err := r.runAgent(ctx, job, agent.AgentRunInput{
@@ -146,7 +146,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		Call:         call,
 		Vision:       vision,
 		ChatKey:      item.ChatKey,
-		Instructions: job.Instructions,
+		Instructions: job.Text,
 		Preset:       job.Preset,
 		Files:        job.Files,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
@@ -196,9 +196,9 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 // in the run's log lines.
 func (r *Runner) pickModel(chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions, *bool) {
 	if r.picker == nil {
-		return nil, job.LLM.CallOptions, nil
+		return nil, job.Model.CallOptions, nil
 	}
-	m, call := r.picker.forRun(chatKey, job.LLM, *log)
+	m, call := r.picker.forRun(chatKey, job.Model, *log)
 	*log = log.With().Str("model", m.Name).Logger()
 	vision := m.Config.VisionCapable()
 	return m.LLM, call, &vision

@@ -53,7 +53,7 @@ func (s Submission) sender() string {
 	if s.Message.UserID != "" {
 		return s.Message.UserID
 	}
-	return s.Identity
+	return s.Turn.Identity
 }
 
 // refuse makes a refusal visible: logged, kept with the message where the

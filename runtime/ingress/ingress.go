@@ -11,58 +11,32 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
-	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/journal"
-	"github.com/shipmyagent/ship/runtime/llm"
-	"github.com/shipmyagent/ship/runtime/media"
-	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
-// Job is what the queue carries for one turn: where the message came from,
-// what to run, and who waits for the outcome.
+// Job is what the queue carries for one turn: the turn itself, and who
+// waits for its outcome.
 type Job struct {
-	Request      dispatch.RequestContext
-	Instructions string
+	turn.Turn
 	// OnDone, when set, is called once with the outcome of the run (the
 	// API waits on it); OnStep sees every step of the run (streaming).
 	OnDone func(Outcome)
-	OnStep func(ctx context.Context, ev agent.StepEvent)
+	OnStep func(ctx context.Context, ev turn.Step)
 	// Journaled says the job is in the pending-work journal, which the
 	// runner then keeps up to date.
 	Journaled bool
-	// Preset calls run before the model's first answer: a call someone
-	// approved, run exactly as asked.
-	Preset []agent.PresetCall
-	// Notice, when set, is sent to the chat before the run starts (who
-	// approved the preset call), so it always comes before the answer.
-	Notice string
-	// Tools is the request layer of the tool policy: rules an API request
-	// added for its own run.
-	Tools policy.Narrowing
-	// Identity is who the run acts for in the tool policy when it is not
-	// the sender ("scheduler:daily-report"); "" means Request's
-	// "channel:userId".
-	Identity string
 	// Streamed is what an interrupted attempt of this run left in the
 	// chat of a reply being written (journal.Item.Streamed): the run
 	// takes those messages over instead of sending new ones.
 	Streamed []string
-	// LLM is the model and call options the request asked for (the HTTP
-	// API's llmConfig); zero: the chat's model as configured.
-	LLM llm.Override
-	// Files are the message's stored files (images are shown to a vision
-	// model); Answer, when set, is the whole reply and the model is not
-	// run (see Prepared).
-	Files  []media.File
-	Answer string
 }
 
 // Outcome is how a queued message ended.
 type Outcome struct {
-	Result agent.AgentResult
+	Result turn.Result
 	// Err is the run's error, if any (Result.Output then holds one short
 	// line fit for the user).
 	Err error
@@ -171,7 +145,10 @@ func (in *Ingress) nextID() string {
 	return fmt.Sprintf("m-%s-%d", in.boot, in.n.Add(1))
 }
 
-// Submission is one message handed to Accept.
+// Submission is one message handed to the front door: the platform's
+// message as it arrived, and the turn it starts. The door completes the
+// turn (its id, chat, text and route come from the message) and hands it
+// on whole.
 type Submission struct {
 	// ID names the run (the requestId in logs); "" picks a new one.
 	ID      string
@@ -180,33 +157,26 @@ type Submission struct {
 	Message IncomingChatMessage
 	// Meta is kept in the log entry (platform details).
 	Meta map[string]any
+	// Turn is the rest of the turn: who it acts for, the request's tools
+	// and model, a preset call; Route, when set, is where replies go
+	// instead of where the message came from (a scheduled task is logged
+	// as channel "scheduler" in its target chat and answered through that
+	// chat's platform). Its ID, ChatKey and Text are taken from the
+	// submission.
+	Turn turn.Turn
 	// Prepare, when set, is called once the message is known to be new and
 	// to be answered, just before it is logged; what it returns replaces
-	// Message.Text, Files, Transcript and Answer. Platforms download media
-	// and transcribe voice here, so a re-delivery or a rate-limited message
-	// never costs a download.
+	// Message.Text, Turn.Files, Transcript and Turn.Answer. Platforms
+	// download media and transcribe voice here, so a re-delivery or a
+	// rate-limited message never costs a download.
 	Prepare func(ctx context.Context, text string) Prepared
-	// Files are the stored files the message carries (meta.files in the
-	// log); Transcript says Message.Text is a voice note's transcript
-	// (meta.transcript); Answer is handed to the Job (see Prepared).
-	Files      []media.File
+	// Transcript says Message.Text is a voice note's transcript
+	// (meta.transcript).
 	Transcript bool
-	Answer     string
 	// OnDone, when set, is called once with the outcome of the run.
 	OnDone func(Outcome)
 	// OnStep, when set, sees every step of the run.
-	OnStep func(ctx context.Context, ev agent.StepEvent)
-	// Preset, Notice and Tools are handed to the Job (see there).
-	Preset []agent.PresetCall
-	Notice string
-	Tools  policy.Narrowing
-	// Route, when set, is where replies go instead of where the message
-	// came from: a scheduled task is logged as channel "scheduler" in its
-	// target chat and answered through that chat's platform.
-	Route *dispatch.RequestContext
-	// Identity and LLM are handed to the Job (see there).
-	Identity string
-	LLM      llm.Override
+	OnStep func(ctx context.Context, ev turn.Step)
 	// DeferSync is for channels whose acknowledgement is the answer itself
 	// (the HTTP API): the user entry's fsync is left to the reply's, and
 	// waited for before OnDone, so a turn costs one fsync instead of two.
@@ -224,20 +194,20 @@ type Submission struct {
 	KeepRefused bool
 }
 
-// journalItem is s as the pending-work journal (or the cluster's queue)
-// keeps it, replying to req.
-func (s Submission) journalItem(req dispatch.RequestContext) journal.Item {
-	return journal.Item{ID: s.ID, ChatKey: s.ChatKey, Request: req, Text: s.Message.Text, Preset: s.Preset, Tools: s.Tools,
-		Identity: s.Identity, LLM: s.LLM, Files: s.Files, Answer: s.Answer}
+// turn is the turn s starts: its Turn completed from the message.
+func (s Submission) turn() turn.Turn {
+	t := s.Turn
+	t.ID, t.ChatKey, t.Text, t.Route = s.ID, s.ChatKey, s.Message.Text, s.Request()
+	return t
 }
 
 // Request is where a reply to s goes.
-func (s Submission) Request() dispatch.RequestContext {
-	if s.Route != nil {
-		return *s.Route
+func (s Submission) Request() turn.Route {
+	if s.Turn.Route.Channel != "" {
+		return s.Turn.Route
 	}
 	m := s.Message
-	return dispatch.RequestContext{
+	return turn.Route{
 		Channel: s.Channel, ChatID: m.ChatID, MessageThreadID: m.MessageThreadID, ThreadID: m.ThreadID,
 		ChatKey: s.ChatKey, UserID: m.UserID, ChatType: m.ChatType, Username: m.Username, MessageID: m.MessageID,
 	}
@@ -266,7 +236,7 @@ type Prepared struct {
 	// media described, or a voice note's transcript.
 	Text string
 	// Files are the files stored for the message.
-	Files []media.File
+	Files []turn.File
 	// Transcript says Text is (or starts with) a transcript.
 	Transcript bool
 	// Answer, when set, is the whole reply, sent instead of running the
@@ -285,7 +255,7 @@ func (s *Submission) prepare(ctx context.Context) {
 	s.Prepare = nil
 	// A transcript can be longer than any typed message: the same cut.
 	text, _ := LimitText(p.Text, MaxMessageChars)
-	s.Message.Text, s.Files, s.Transcript, s.Answer = text, p.Files, p.Transcript, p.Answer
+	s.Message.Text, s.Turn.Files, s.Transcript, s.Turn.Answer = text, p.Files, p.Transcript, p.Answer
 }
 
 // enqueue journals and queues s, first logging it as a user entry when
@@ -313,7 +283,8 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
-	req := s.Request()
+	t := s.turn()
+	req := t.Route
 	if journaled {
 		// The journal record is what makes the message durable (recovery
 		// restores a lost log entry from it): one fsync, not two.
@@ -321,7 +292,7 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			pending.Release()
 			pending = nil
 		}
-		if err := in.journal.Add(s.journalItem(req)); err != nil {
+		if err := in.journal.Add(journal.Item{Turn: t}); err != nil {
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
@@ -339,9 +310,8 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 			}
 		}
 	}
-	t, err := in.queue.Enqueue(queue.Item[Job]{ID: s.ID, ChatKey: s.ChatKey, Value: Job{
-		Request: req, Instructions: s.Message.Text, OnDone: onDone, OnStep: s.OnStep, Journaled: journaled,
-		Preset: s.Preset, Notice: s.Notice, Tools: s.Tools, Identity: s.Identity, LLM: s.LLM, Files: s.Files, Answer: s.Answer,
+	tk, err := in.queue.Enqueue(queue.Item[Job]{ID: t.ID, ChatKey: t.ChatKey, Value: Job{
+		Turn: t, OnDone: onDone, OnStep: s.OnStep, Journaled: journaled,
 	}})
 	if err != nil {
 		if pending != nil {
@@ -357,12 +327,12 @@ func (in *Ingress) enqueue(ctx context.Context, s Submission, logUser bool) (Tic
 	if in.observe != nil && logUser {
 		in.observe(ctx, s)
 	}
-	return Ticket{Ticket: t}, nil
+	return Ticket{Ticket: tk}, nil
 }
 
 // logRefusal leaves a system entry next to a message the queue refused, so
 // the log says why it was not answered (and a re-delivery is not run).
-func (in *Ingress) logRefusal(ctx context.Context, req dispatch.RequestContext, err error) {
+func (in *Ingress) logRefusal(ctx context.Context, req turn.Route, err error) {
 	if _, lerr := in.store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: req.Channel, ChatID: req.ChatID, ChatKey: req.ChatKey, MessageID: req.MessageID,
 		Role: chat.RoleSystem, Text: "not answered: " + err.Error(),
@@ -400,14 +370,14 @@ func userEntry(s Submission) (chat.ChatLogEntryV1, error) {
 		MessageID: m.MessageID,
 		Role:      chat.RoleUser,
 		Text:      m.Text,
-		Meta:      withMediaMeta(withPlatformMeta(s.Meta, m), s.Files, s.Transcript),
+		Meta:      withMediaMeta(withPlatformMeta(s.Meta, m), s.Turn.Files, s.Transcript),
 	}, nil
 }
 
 // withMediaMeta references the message's files (meta.files: kind, path
 // relative to the project, mime, bytes, name) and marks a transcript
 // (meta.transcript); the log never holds a file's bytes.
-func withMediaMeta(meta map[string]any, files []media.File, transcript bool) map[string]any {
+func withMediaMeta(meta map[string]any, files []turn.File, transcript bool) map[string]any {
 	if len(files) == 0 && !transcript {
 		return meta
 	}

@@ -22,10 +22,10 @@ func (in *Ingress) submit(ctx context.Context, s Submission, logUser bool) (Tick
 			return Ticket{}, fmt.Errorf("recording message: %w", err)
 		}
 	}
-	req := s.Request()
-	t, err := in.shared.Submit(ctx, s.journalItem(req), s.OnDone)
+	tn := s.turn()
+	t, err := in.shared.Submit(ctx, journal.Item{Turn: tn}, s.OnDone)
 	if err != nil {
-		in.logRefusal(ctx, req, err)
+		in.logRefusal(ctx, tn.Route, err)
 		in.notifyRefused(ctx, s, err)
 		return Ticket{}, fmt.Errorf("queueing message: %w", err)
 	}
@@ -38,7 +38,7 @@ func (in *Ingress) submit(ctx context.Context, s Submission, logUser bool) (Tick
 // Run queues, on this replica, an item the shared queue handed it
 // (cluster mode): its log entry and durability are the submitter's.
 func (in *Ingress) Run(it journal.Item, onDone func(Outcome)) error {
-	in.Remember(it.ChatKey, it.Request.MessageID)
+	in.Remember(it.ChatKey, it.Route.MessageID)
 	if err := in.enqueueItem(it, onDone); err != nil {
 		return fmt.Errorf("queueing a shared item: %w", err)
 	}
@@ -48,8 +48,7 @@ func (in *Ingress) Run(it journal.Item, onDone func(Outcome)) error {
 // enqueueItem queues a journaled item on this process's queue.
 func (in *Ingress) enqueueItem(it journal.Item, onDone func(Outcome)) error {
 	_, err := in.queue.Enqueue(queue.Item[Job]{ID: it.ID, ChatKey: it.ChatKey, Value: Job{
-		Request: it.Request, Instructions: it.Text, Journaled: true, Preset: it.Preset, Tools: it.Tools, Identity: it.Identity,
-		Streamed: it.Streamed, LLM: it.LLM, Files: it.Files, Answer: it.Answer, OnDone: onDone,
+		Turn: it.Turn, Journaled: true, Streamed: it.Streamed, OnDone: onDone,
 	}})
 	return err
 }
@@ -66,7 +65,7 @@ func (in *Ingress) Remember(chatKey, messageID string) {
 // Resume queues a message the journal held at start-up: accepted before a
 // crash, never finished. Its log entry is restored if the crash lost it.
 func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
-	in.Remember(it.ChatKey, it.Request.MessageID)
+	in.Remember(it.ChatKey, it.Route.MessageID)
 	if err := in.restoreUserEntry(ctx, it); err != nil {
 		in.log.Error().Err(err).Str("chatKey", it.ChatKey).Msg("recovery: restoring the message in the chat log")
 	}
@@ -79,18 +78,18 @@ func (in *Ingress) Resume(ctx context.Context, it journal.Item) error {
 // restoreUserEntry appends the message to its chat log when the crash lost
 // it (the journal, not the log, made it durable).
 func (in *Ingress) restoreUserEntry(ctx context.Context, it journal.Item) error {
-	if it.Request.MessageID != "" {
+	if it.Route.MessageID != "" {
 		recent, err := in.store.Recent(ctx, it.ChatKey, historyCheck)
 		if err != nil {
 			return err
 		}
 		for _, en := range recent {
-			if en.Role == chat.RoleUser && en.MessageID == it.Request.MessageID {
+			if en.Role == chat.RoleUser && en.MessageID == it.Route.MessageID {
 				return nil
 			}
 		}
 	}
-	r := it.Request
+	r := it.Route
 	_, err := in.store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: r.Channel, ChatID: r.ChatID, ChatKey: it.ChatKey, UserID: r.UserID,
 		MessageID: r.MessageID, Role: chat.RoleUser, Text: it.Text, Meta: withMediaMeta(map[string]any{"restored": true}, it.Files, false),

@@ -17,11 +17,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
-	"github.com/shipmyagent/ship/runtime/agent"
-	"github.com/shipmyagent/ship/runtime/dispatch"
-	"github.com/shipmyagent/ship/runtime/llm"
-	"github.com/shipmyagent/ship/runtime/media"
-	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // Journal is the durable record of accepted work. An accepted message is
@@ -46,38 +42,19 @@ type Journal struct {
 	synced  uint64
 }
 
-// Item is one accepted message that has not finished.
+// Item is one accepted message that has not finished: its turn, and how
+// far its runs got.
 type Item struct {
-	ID       string                  `json:"id"`
-	ChatKey  string                  `json:"chatKey"`
-	Request  dispatch.RequestContext `json:"request"`
-	Text     string                  `json:"text"`
-	Accepted int64                   `json:"accepted"` // ms
+	turn.Turn
+	Accepted int64 `json:"accepted"` // ms
 	// Attempts counts runs started; Sends counts replies attempted.
 	Attempts int `json:"attempts,omitempty"`
 	Sends    int `json:"sends,omitempty"`
-	// Preset is the approved call the run makes first, if any: a run
-	// resumed after a crash still runs exactly what was approved (the
-	// grant allows it once, so it never runs twice).
-	Preset []agent.PresetCall `json:"preset,omitempty"`
-	// Tools is the request's narrowing of the tool policy: a resumed run
-	// must not get more than the request allowed.
-	Tools policy.Narrowing `json:"tools,omitzero"`
-	// Identity is who the run acts for, when not the sender.
-	Identity string `json:"identity,omitempty"`
 	// Streamed holds the ids of the messages of a reply that was being
 	// shown while written and not yet finished (no send intent since):
 	// a resumed run takes them over, and a run that is not resumed has
 	// them removed, so no truncated reply stays in the chat.
 	Streamed []string `json:"streamed,omitempty"`
-	// LLM is the model and call options the request asked for: a resumed
-	// run answers with the same.
-	LLM llm.Override `json:"llm,omitzero"`
-	// Files are the message's stored files (references, not bytes), so a
-	// resumed run still shows its images; Answer is a reply given instead
-	// of a run (see ingress.Prepared).
-	Files  []media.File `json:"files,omitempty"`
-	Answer string       `json:"answer,omitempty"`
 
 	// seq is the item's place in the file: recovery must keep a chat's
 	// messages in the order they were accepted, even within one

@@ -8,11 +8,11 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 func item(id string) journal.Item {
-	return journal.Item{ID: id, ChatKey: "api:chat:" + id, Text: "text " + id,
-		Request: dispatch.RequestContext{Channel: "api", ChatID: id, ChatKey: "api:chat:" + id}}
+	return journal.Item{Turn: turn.Turn{ID: id, ChatKey: "api:chat:" + id, Text: "text " + id, Route: dispatch.RequestContext{Channel: "api", ChatID: id, ChatKey: "api:chat:" + id}}}
 }
 
 // What a crash leaves behind comes back at the next open: unfinished items,
@@ -53,7 +53,7 @@ func TestReopenReturnsWhatNeverFinished(t *testing.T) {
 	if items[0].Sends != 1 || items[0].Attempts != 1 || items[1].Attempts != 2 || items[1].Sends != 0 {
 		t.Errorf("counts = %+v", items)
 	}
-	if items[0].Request.ChatKey != "api:chat:b" || items[0].Text != "text b" {
+	if items[0].Route.ChatKey != "api:chat:b" || items[0].Text != "text b" {
 		t.Errorf("item b came back as %+v", items[0])
 	}
 }

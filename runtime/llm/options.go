@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // Sampling bounds of CallOptions (OpenAI's; Anthropic takes temperatures
@@ -16,26 +18,21 @@ const (
 // ErrBadCallOption is wrapped by CallOptions.Validate.
 var ErrBadCallOption = errors.New("invalid model option")
 
-// CallOptions tune the model calls of one run. A zero field leaves the
-// model's own setting: no temperature sends langchaingo's default (0), no
-// topP sends none, no maxTokens sends the configured maxTokens.
-type CallOptions struct {
-	Temperature *float64 `json:"temperature,omitempty"`
-	TopP        *float64 `json:"topP,omitempty"`
-	MaxTokens   int      `json:"maxTokens,omitempty"`
-}
+// CallOptions tune the model calls of one run (turn.CallOptions). A zero
+// field leaves the model's own setting: no temperature sends langchaingo's
+// default (0), no topP sends none, no maxTokens sends the configured
+// maxTokens.
+type CallOptions = turn.CallOptions
 
 // Override is what one request asks of the model for its own run (the HTTP
-// API's llmConfig): a configured model by name ("" keeps the chat's) and
-// call options. It is kept in the pending-work journal, so a run resumed
+// API's llmConfig; turn.Model): a configured model by name ("" keeps the
+// chat's) and call options. It travels with the turn, so a run resumed
 // after a crash uses the same.
-type Override struct {
-	Model string `json:"model,omitempty"`
-	CallOptions
-}
+type Override = turn.Model
 
-// Validate reports the first option out of range, naming its field.
-func (o CallOptions) Validate() error {
+// ValidateCallOptions reports the first option of o out of range, naming
+// its field.
+func ValidateCallOptions(o CallOptions) error {
 	if t := o.Temperature; t != nil && (*t < 0 || *t > MaxTemperature) {
 		return fmt.Errorf("%w: temperature %g must be between 0 and %g", ErrBadCallOption, *t, MaxTemperature)
 	}
@@ -48,9 +45,9 @@ func (o CallOptions) Validate() error {
 	return nil
 }
 
-// Options returns the langchaingo call options o sets; maxTokens is the
-// cap to send when o has none.
-func (o CallOptions) Options(maxTokens int) []llms.CallOption {
+// CallOptionsOf returns the langchaingo call options o sets; maxTokens is
+// the cap to send when o has none.
+func CallOptionsOf(o CallOptions, maxTokens int) []llms.CallOption {
 	if o.MaxTokens > 0 {
 		maxTokens = o.MaxTokens
 	}

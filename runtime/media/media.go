@@ -23,6 +23,8 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // Kinds of files.
@@ -34,17 +36,9 @@ const (
 	KindFile  = "file"
 )
 
-// File is one stored file as the chat log's meta.files lists it.
-type File struct {
-	Kind string `json:"kind"`
-	// Path is relative to the project folder, with forward slashes
-	// (".ship/files/telegram_chat_42/17-photo.jpg").
-	Path  string `json:"path"`
-	MIME  string `json:"mime,omitempty"`
-	Bytes int64  `json:"bytes"`
-	// Name is the file's name as the sender's app gave it, if any.
-	Name string `json:"name,omitempty"`
-}
+// File is a file stored for a message: the log and the journal keep
+// references (turn.File), never bytes.
+type File = turn.File
 
 // FilesOf reads meta.files of a chat log entry: the []File ingress put
 // there, or the same list as a JSON decoder returns it from the log.

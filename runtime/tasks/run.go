@@ -11,6 +11,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // IdentityPrefix starts the identity a task's run acts for in the tool
@@ -111,9 +112,8 @@ func (s *Scheduler) submit(ctx context.Context, t Task, route dispatch.RequestCo
 			ChatID: route.ChatID, ChatType: route.ChatType, MessageThreadID: route.MessageThreadID, ThreadID: route.ThreadID,
 			MessageID: id, UserID: t.Name, Text: head + "\n" + t.Instruction,
 		},
-		Meta:     meta,
-		Route:    &route,
-		Identity: IdentityPrefix + t.Name,
+		Meta: meta,
+		Turn: turn.Turn{Route: route, Identity: IdentityPrefix + t.Name},
 		// ship's own schedule, not someone who could flood.
 		Unlimited: true,
 		OnDone: func(o ingress.Outcome) {

@@ -13,6 +13,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/tasks"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // consoleUser is the api user id of messages sent from the console.
@@ -39,8 +40,8 @@ func (c *Console) send(r *http.Request, key, chatID, text string) error {
 		ChatKey: key,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: id, UserID: consoleUser,
 			Username: consoleUser, ChatType: "api"},
-		Identity: who,
-		Meta:     map[string]any{"identity": who},
+		Meta: map[string]any{"identity": who},
+		Turn: turn.Turn{Identity: who},
 	})
 	return err
 }

@@ -1,0 +1,40 @@
+package turn
+
+// Step is one thing that happened during a run (agent.StepEvent): a piece
+// of text, a tool call, its result. Type is one of agent's Step* names.
+type Step struct {
+	Type      string
+	Step      int    // the model call it belongs to, from 1
+	CallIndex int    // tool_call_delta: which call of the step, from 0
+	Text      string // text or text delta
+	Tool      string // tool name for tool events
+	CallID    string
+	Input     string // raw JSON arguments
+	Output    string // tool output
+	OK        bool   // tool result: the tool reported success
+}
+
+// ToolCall is one tool call as a run reports it (agent.ToolCallRecord).
+type ToolCall struct {
+	Tool   string         `json:"tool"`
+	Input  map[string]any `json:"input"`
+	Output string         `json:"output"`
+}
+
+// Result is how a run ended (agent.AgentResult); /api/execute answers
+// with it.
+type Result struct {
+	Success   bool       `json:"success"`
+	Output    string     `json:"output"`
+	ToolCalls []ToolCall `json:"toolCalls"`
+	// Delivered is true when a tool delivered user-visible text during the
+	// run; the final-output fallback is skipped then.
+	Delivered bool `json:"-"`
+	// Usage adds up the tokens the provider reported (zero when it did not).
+	Usage Usage `json:"-"`
+}
+
+// Usage counts tokens over a run's model calls.
+type Usage struct {
+	PromptTokens, CompletionTokens int
+}
