@@ -59,7 +59,7 @@ func TestABlockedBotsReplyEndsTheRunAsNotDelivered(t *testing.T) {
 
 	fin := evs[len(evs)-1]
 	if fin.Type != events.TypeError || fin.ErrorCode != "DELIVERY_FAILED" ||
-		!strings.Contains(fin.ErrorMessage, "Forbidden: bot was blocked by the user") {
+		fin.ErrorMessage != "reply not delivered: telegram refused the message (403): Forbidden: bot was blocked by the user" {
 		t.Errorf("the run ended with %+v, want an error event DELIVERY_FAILED with Telegram's reason", fin)
 	}
 	for _, ev := range evs {
