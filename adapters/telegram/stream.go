@@ -89,7 +89,7 @@ func (s *replyStream) Finish(ctx context.Context, text string) (dispatch.Deliver
 	for i, p := range parts {
 		if err := s.put(ctx, i, p, true); err != nil {
 			if i > 0 {
-				return dispatch.Delivery{}, &dispatch.PartError{Part: i + 1, Parts: len(parts), Err: err}
+				return dispatch.Delivery{}, fmt.Errorf("part %d of the reply: %w", i+1, err)
 			}
 			return dispatch.Delivery{}, err
 		}

@@ -51,7 +51,8 @@ type Reporter interface {
 // platform's limit) of which part Part (from 1) of Parts was not
 // delivered: the parts before it were, the ones after it were not tried.
 // Dispatchers return one so that the chat log and the run's watchers can
-// say how much of the reply the user has.
+// say how much of the reply the user has; a stream whose failed Finish is
+// abandoned (its parts deleted) must not, since none of it stays.
 type PartError struct {
 	Part, Parts int
 	Err         error
