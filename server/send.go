@@ -52,7 +52,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	// Kept with the message, so that a repeated send can name the run the
 	// first one started (duplicateTaskID).
 	meta[metaTaskID] = taskID
-	ticket, err := s.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
+	_, err := s.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
@@ -70,10 +70,6 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.writeAcceptError(w, r, err)
 		return
-	case ticket.Limited:
-		// Logged but not run (its sender is over the per-user limit):
-		// there is no run to follow.
-		res.TaskID = ""
 	}
 	writeJSON(w, r, http.StatusOK, res)
 }
