@@ -19,6 +19,7 @@ import (
 // sseEvent is one decoded frame.
 type sseEvent struct {
 	ID   string
+	Name string // the frame's event: line ("" without one)
 	Data map[string]any
 }
 
@@ -70,6 +71,8 @@ func readSSE(resp *http.Response, out chan<- sseEvent) {
 			ev = sseEvent{}
 		case strings.HasPrefix(line, "id: "):
 			ev.ID = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			ev.Name = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
 			_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.Data)
 		}

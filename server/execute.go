@@ -55,6 +55,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	log := zerolog.Ctx(ctx)
 
 	in, ierr := s.readExecute(w, r)
+	if ierr == nil {
+		ierr = checkFraming(r) // before anything is queued
+	}
 	if ierr != nil {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return

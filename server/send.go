@@ -1,11 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/ingress"
@@ -45,24 +48,66 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	who := callerIdentity(r.Context())
+	taskID := "t-" + randomHex(8)
+	meta := identityMeta(who)
+	// Kept with the message, so that a repeated send can name the run the
+	// first one started (duplicateTaskID).
+	meta[metaTaskID] = taskID
 	_, err := s.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
-		ID:      "t-" + randomHex(8),
+		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
-		Meta:    identityMeta(who),
+		Meta:    meta,
 		// As in handleExecute: the token's identity, never the body's.
 		Turn: turn.Turn{Identity: who, Tools: turn.Tools(in.tools), Model: in.llm},
 	})
-	status := "ok"
+	res := sendResponse{Status: "ok", ReceivedMessageID: in.messageID, TaskID: taskID}
 	switch {
 	case errors.Is(err, ingress.ErrDuplicate):
-		status = "duplicate"
+		res.Status, res.TaskID = "duplicate", s.duplicateTaskID(r.Context(), in.chatKey, in.messageID)
 	case err != nil:
 		s.writeAcceptError(w, r, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, map[string]string{"status": status, "receivedMessageId": in.messageID})
+	writeJSON(w, r, http.StatusOK, res)
+}
+
+// sendResponse is the answer of POST /api/send: seed 003's status and
+// receivedMessageId, and seed 000's taskId, the run whose events follow on
+// /api/sse/{taskId}. A duplicate names the run of the first send when the
+// chat log still has it (the last sendLookBack entries of the chat), and
+// has no taskId otherwise.
+type sendResponse struct {
+	Status            string `json:"status"`
+	ReceivedMessageID string `json:"receivedMessageId"`
+	TaskID            string `json:"taskId,omitempty"`
+}
+
+// metaTaskID is the meta key of an /api/send message's run id in its chat
+// log entry.
+const metaTaskID = "taskId"
+
+// sendLookBack is how far back in a chat's log a duplicate's first send is
+// looked for: a repeated send is a client's retry, soon after the first.
+const sendLookBack = 200
+
+// duplicateTaskID returns the run id the first send of messageID in
+// chatKey was given, or "" when the log no longer shows it (or it came
+// from before sends kept one).
+func (s *Server) duplicateTaskID(ctx context.Context, chatKey, messageID string) string {
+	recent, err := s.opts.Engine.Store().Recent(ctx, chatKey, sendLookBack)
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the chat log for a repeated send's run")
+		return ""
+	}
+	for i := len(recent) - 1; i >= 0; i-- {
+		if e := recent[i]; e.Role == chat.RoleUser && e.MessageID == messageID {
+			id, _ := e.Meta[metaTaskID].(string)
+			return id
+		}
+	}
+	return ""
 }
 
 func (s *Server) validateSend(req sendRequest) (executeInput, *inputError) {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +30,31 @@ const (
 // handleSSE serves GET /api/sse (every run, whatever its channel) and GET
 // /api/sse/{key} (one chat, by chatKey, or one run, by taskId).
 func (s *Server) handleSSE(w http.ResponseWriter, r *http.Request) {
+	if ierr := checkFraming(r); ierr != nil {
+		writeError(w, r, ierr.status, ierr.code, ierr.message)
+		return
+	}
 	s.serveEvents(w, r, r.PathValue("key"))
 }
+
+// framingNamed is the value of the events query parameter that asks for
+// seed 000's framing: an "event: <type>" line before each frame's data, for
+// clients that listen by name (EventSource.addEventListener("content", …)).
+// Without it frames are seed 003's, data only, which EventSource.onmessage
+// receives; a named frame never reaches onmessage, so the default stays.
+const framingNamed = "named"
+
+// checkFraming refuses an events query parameter other than "named": a
+// typo must not quietly give the other framing.
+func checkFraming(r *http.Request) *inputError {
+	if v := r.URL.Query().Get("events"); v != "" && v != framingNamed {
+		return invalid("events=%s: the only value is %q (an event: line per frame); leave it out for data-only frames", v, framingNamed)
+	}
+	return nil
+}
+
+// namedFrames reports whether r asked for seed 000's framing.
+func namedFrames(r *http.Request) bool { return r.URL.Query().Get("events") == framingNamed }
 
 // serveEvents streams the events of key (a chatKey or taskId; "" for
 // all), resuming after Last-Event-ID: the API's and the console's stream.
@@ -144,6 +168,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, sub *events.Subs
 	if rc.Flush() != nil {
 		return
 	}
+	named := namedFrames(r)
 	keep := time.NewTicker(s.opts.SSEKeepAlive)
 	defer keep.Stop()
 	write := func(frame string) bool {
@@ -168,24 +193,32 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, sub *events.Subs
 				if sub.Overflowed() {
 					s.log.Warn().Str("requestId", requestID(r.Context())).Msg("event subscriber fell behind; closing its stream")
 					write(frame(events.Event{Type: events.TypeError, Timestamp: time.Now().UnixMilli(),
-						ErrorCode: "SUBSCRIBER_TOO_SLOW", ErrorMessage: "this stream fell too far behind and was closed; reconnect with Last-Event-ID"}))
+						ErrorCode: "SUBSCRIBER_TOO_SLOW", ErrorMessage: "this stream fell too far behind and was closed; reconnect with Last-Event-ID"}, named))
 				}
 				return
 			}
-			if !write(frame(e)) || stop(e) {
+			if !write(frame(e, named)) || stop(e) {
 				return
 			}
 		}
 	}
 }
 
-func frame(e events.Event) string {
+// frame is one server-sent event: its id when it has one, with named an
+// "event: <type>" line, and the event's JSON as data.
+func frame(e events.Event, named bool) string {
 	b, err := e.MarshalJSON()
 	if err != nil {
+		e.Type = events.TypeError
 		b = []byte(`{"type":"error","errorCode":"INTERNAL","errorMessage":"event could not be encoded"}`)
 	}
-	if e.ID == 0 {
-		return "data: " + string(b) + "\n\n"
+	var f strings.Builder
+	if e.ID != 0 {
+		f.WriteString("id: " + strconv.FormatUint(e.ID, 10) + "\n")
 	}
-	return "id: " + strconv.FormatUint(e.ID, 10) + "\ndata: " + string(b) + "\n\n"
+	if named {
+		f.WriteString("event: " + e.Type + "\n")
+	}
+	f.WriteString("data: " + string(b) + "\n\n")
+	return f.String()
 }

@@ -91,7 +91,8 @@ func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text, k
 	for i, part := range parts {
 		if err := a.sendPart(ctx, req, part, uuidFor(kind, req.MessageID, n, i)); err != nil {
 			if i > 0 {
-				return fmt.Errorf("part %d of the reply: %w", i+1, err)
+				// The user has the parts before it: say how far it got.
+				return &dispatch.PartError{Part: i + 1, Parts: len(parts), Err: err}
 			}
 			return err
 		}

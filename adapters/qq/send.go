@@ -184,7 +184,7 @@ func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text st
 			}
 			a.replies.release(req.MessageID, unsent)
 			if len(parts) > 1 {
-				return dispatch.Delivery{}, fmt.Errorf("part %d of %d of the reply (%d delivered): %w", i+1, len(parts), i, err)
+				return dispatch.Delivery{}, &dispatch.PartError{Part: i + 1, Parts: len(parts), Err: err}
 			}
 			return dispatch.Delivery{}, err
 		}

@@ -100,10 +100,12 @@ func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, tex
 		return err
 	}
 	group := req.ChatType == "group" || req.ChatType == "supergroup"
-	for i, part := range split.Split(text, MaxMessageChars) {
+	parts := split.Split(text, MaxMessageChars)
+	for i, part := range parts {
 		if err := a.sender.send(ctx, chatID, threadID, replyTo, group, part, ""); err != nil {
 			if i > 0 {
-				return fmt.Errorf("part %d of the reply: %w", i+1, err)
+				// The user has the parts before it: say how far it got.
+				return &dispatch.PartError{Part: i + 1, Parts: len(parts), Err: err}
 			}
 			return err
 		}

@@ -114,6 +114,7 @@ type Server struct {
 	sentCh chan struct{} // closed and replaced when a Sent is recorded
 	calls  map[string]int
 	fails  map[string][]Failure
+	always map[string]*standing // by method: FailAlways
 
 	eventCh   chan struct{} // closed and replaced when anything is recorded (see Wait)
 	edits     []Edit
@@ -165,6 +166,7 @@ func Start(opts Options) (*Server, error) {
 		queries:    map[string]*query{},
 		calls:      map[string]int{},
 		fails:      map[string][]Failure{},
+		always:     map[string]*standing{},
 		files:      map[string]*fileEntry{},
 		byPath:     map[string]*fileEntry{},
 	}
@@ -274,7 +276,36 @@ func (s *Server) FailNext(method string, n int, f Failure) {
 	}
 }
 
-// Failed is a call answered with a failure injected by FailNext.
+// standing is a failure set with FailAlways: after more calls are
+// answered as usual, every call fails with f.
+type standing struct {
+	after int
+	f     Failure
+}
+
+// FailAlways makes every call of method (case-insensitive) fail with f,
+// after the next `after` calls of it are answered as usual, until
+// StopFailing. It plays a chat that no longer takes the bot's messages:
+// Telegram answers every sendMessage to a user who blocked the bot with
+// {"ok":false,"error_code":403,"description":"Forbidden: bot was blocked
+// by the user"} (the error shape of https://core.telegram.org/bots/api#making-requests:
+// "ok" false, an integer "error_code" and a human-readable "description").
+// Failures queued by FailNext are answered first.
+func (s *Server) FailAlways(method string, after int, f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.always[strings.ToLower(method)] = &standing{after: after, f: f}
+}
+
+// StopFailing ends what FailAlways started for method.
+func (s *Server) StopFailing(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.always, strings.ToLower(method))
+}
+
+// Failed is a call answered with a failure injected by FailNext or
+// FailAlways.
 type Failed struct {
 	Method  string // as requested
 	Failure Failure

@@ -344,6 +344,27 @@ func TestFailNext(t *testing.T) {
 	}
 }
 
+func TestFailAlways(t *testing.T) {
+	s, bot := start(t)
+	s.FailAlways("sendMessage", 1, Failure{ErrorCode: 403})
+	if _, err := bot.Send(tgbotapi.NewMessage(42, "first")); err != nil {
+		t.Fatalf("the call before the failures began: %v", err)
+	}
+	for range 3 {
+		_, err := bot.Send(tgbotapi.NewMessage(42, "x"))
+		if e := tgErr(t, err); e.Code != 403 || e.Message != "Forbidden: bot was blocked by the user" {
+			t.Fatalf("403: %+v", e)
+		}
+	}
+	s.StopFailing("SENDMESSAGE")
+	if _, err := bot.Send(tgbotapi.NewMessage(42, "again")); err != nil {
+		t.Fatalf("after StopFailing: %v", err)
+	}
+	if n, f := len(s.Sent()), len(s.Failures()); n != 2 || f != 3 {
+		t.Fatalf("Sent %d, Failures %d; want 2 and 3", n, f)
+	}
+}
+
 func TestTextChecks(t *testing.T) {
 	_, bot := start(t)
 	send := func(text, mode string) (tgbotapi.Message, error) {

@@ -134,7 +134,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.fails[key] = fs[1:]; len(fs) == 1 {
 			delete(s.fails, key)
 		}
-		s.failed = append(s.failed, Failed{Method: method, Failure: f, At: time.Now()})
+	} else if st := s.always[key]; authorized && st != nil {
+		if st.after > 0 {
+			st.after--
+		} else {
+			f := st.f
+			fail = &f
+		}
+	}
+	if fail != nil {
+		s.failed = append(s.failed, Failed{Method: method, Failure: *fail, At: time.Now()})
 		broadcast(&s.eventCh)
 	}
 	s.mu.Unlock()

@@ -135,11 +135,14 @@ func (d *Deliverer) Deliver(ctx context.Context, text, via string) error {
 func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delivery, error) {
 	req, ok := RequestFromContext(ctx)
 	if !ok || req.Channel == "" {
+		noteSend(ctx, ErrNoRequest)
 		return Delivery{}, ErrNoRequest
 	}
 	disp, ok := d.Registry.Lookup(req.Channel)
 	if !ok {
-		return Delivery{}, fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
+		err := fmt.Errorf("delivering to %s: %w", req.Channel, ErrNoDispatcher)
+		noteSend(ctx, err)
+		return Delivery{}, err
 	}
 	live := LiveFromContext(ctx)
 	var stream ReplyStream
@@ -155,7 +158,9 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 			if stream != nil {
 				d.abandon(ctx, stream)
 			}
-			return Delivery{}, fmt.Errorf("recording the reply before sending: %w", err)
+			err = fmt.Errorf("recording the reply before sending: %w", err)
+			noteSend(ctx, err)
+			return Delivery{}, err
 		}
 	}
 	if live != nil {
@@ -171,7 +176,6 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 		// place rather than sent again.
 		if dl, err = stream.Finish(ctx, text); err != nil {
 			d.abandon(ctx, stream)
-			err = fmt.Errorf("finishing a streamed reply: %w", err)
 		}
 	case ok:
 		dl, err = r.SendTextReport(ctx, req, text)
@@ -185,8 +189,13 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 			zerolog.Ctx(ctx).Error().Err(herr).Str("chatKey", req.ChatKey).Msg("recording a reply after sending it")
 		}
 	}
+	// The platform's own error is what the run reports at its end; the
+	// model hears where it happened too.
 	noteSend(ctx, err)
 	if err != nil {
+		if stream != nil {
+			err = fmt.Errorf("finishing a streamed reply: %w", err)
+		}
 		return Delivery{}, fmt.Errorf("delivering to %s: %w", req.Channel, err)
 	}
 	if d.Store == nil {
@@ -236,22 +245,31 @@ func (d *Deliverer) abandon(ctx context.Context, rs ReplyStream) {
 // EventUndelivered marks the system entry LogUndelivered writes (meta.event).
 const EventUndelivered = "reply_undelivered"
 
+// DeliveryFailed is meta.delivery of the entry LogUndelivered writes: the
+// chat log's mark (and the console's) for a reply the user did not get.
+const DeliveryFailed = "failed"
+
 // LogUndelivered leaves a system entry in the chat of the request carried by
-// ctx saying that a reply did not reach the user, and why (err). The entry
+// ctx saying that a reply did not reach the user, and why: meta.delivery is
+// "failed", meta.reason the platform's words, and meta.part / meta.parts
+// say which part failed when the parts before it did arrive. The entry
 // names the message in meta.replyTo, not in its messageId: the user's
 // message stays part of the conversation.
-func (d *Deliverer) LogUndelivered(ctx context.Context, err error) error {
+func (d *Deliverer) LogUndelivered(ctx context.Context, u Undelivered) error {
 	req, ok := RequestFromContext(ctx)
 	if !ok || req.ChatKey == "" || d.Store == nil {
 		return nil
 	}
-	meta := map[string]any{"event": EventUndelivered}
+	meta := map[string]any{"event": EventUndelivered, "delivery": DeliveryFailed, "reason": u.Reason()}
+	if u.Part > 0 {
+		meta["part"], meta["parts"] = u.Part, u.Parts
+	}
 	if req.MessageID != "" {
 		meta["replyTo"] = req.MessageID
 	}
 	if _, aerr := d.Store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: req.Channel, ChatID: req.ChatID, ChatKey: req.ChatKey,
-		Role: chat.RoleSystem, Text: "reply not delivered: " + err.Error(), Meta: meta,
+		Role: chat.RoleSystem, Text: u.String(), Meta: meta,
 	}); aerr != nil {
 		return fmt.Errorf("logging an undelivered reply: %w", aerr)
 	}

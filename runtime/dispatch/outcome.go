@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -46,12 +47,69 @@ type Reporter interface {
 	SendTextReport(ctx context.Context, req RequestContext, text string) (Delivery, error)
 }
 
+// PartError is a reply that went out in parts (a long text split at the
+// platform's limit) of which part Part (from 1) of Parts was not
+// delivered: the parts before it were, the ones after it were not tried.
+// Dispatchers return one so that the chat log and the run's watchers can
+// say how much of the reply the user has; a stream whose failed Finish is
+// abandoned (its parts deleted) must not, since none of it stays.
+type PartError struct {
+	Part, Parts int
+	Err         error
+}
+
+// Error says which part failed and why.
+func (e *PartError) Error() string {
+	return fmt.Sprintf("part %d of %d not delivered: %v", e.Part, e.Parts, e.Err)
+}
+
+// Unwrap returns the platform's error.
+func (e *PartError) Unwrap() error { return e.Err }
+
+// Undelivered describes a reply that did not reach the user: the platform's
+// reason, and when only some parts went out, which part failed (0 when
+// none did or the reply was one part).
+type Undelivered struct {
+	Err         error
+	Part, Parts int
+}
+
+// Reason is the platform's own words about the failed send, without the
+// part it concerns.
+func (u Undelivered) Reason() string {
+	var pe *PartError
+	if errors.As(u.Err, &pe) {
+		return pe.Err.Error()
+	}
+	return u.Err.Error()
+}
+
+// String is the line the chat log and the run's watchers show: "reply not
+// delivered: …", or "part 2 of 3 not delivered: …" when the parts before
+// it did arrive.
+func (u Undelivered) String() string {
+	if u.Part > 0 {
+		return fmt.Sprintf("part %d of %d not delivered: %s", u.Part, u.Parts, u.Reason())
+	}
+	return "reply not delivered: " + u.Reason()
+}
+
+func undelivered(err error) Undelivered {
+	u := Undelivered{Err: err}
+	var pe *PartError
+	if errors.As(err, &pe) && pe.Part > 1 { // part 1: nothing arrived
+		u.Part, u.Parts = pe.Part, pe.Parts
+	}
+	return u
+}
+
 type refusalsKey struct{}
 
-// Refusals follows the replies of one run: which of them a platform's reply
-// rules refused, and whether one was delivered after the last refusal. The
-// Runner puts one in the run's context (WithRefusals); the Deliverer notes
-// every send in it.
+// Refusals follows the replies of one run: which of them did not reach the
+// user (a platform refused it, by its reply rules or otherwise, or it could
+// not be sent at all), and whether one was delivered after the last
+// failure. The Runner puts one in the run's context (WithRefusals); the
+// Deliverer notes every send in it.
 type Refusals struct {
 	mu   sync.Mutex
 	last error
@@ -67,20 +125,21 @@ func WithRefusals(ctx context.Context) (context.Context, *Refusals) {
 func (r *Refusals) note(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch {
-	case err == nil:
-		r.last = nil // a reply got through after it: the run recovered
-	case IsReplyRefused(err):
-		r.last = err
-	}
+	// A reply that got through after a failure means the run recovered
+	// (the model sent it again, or the final-output fallback did).
+	r.last = err
 }
 
-// Unresolved is the last refusal when no reply was delivered after it: the
-// user is missing (part of) the answer. It is nil otherwise.
-func (r *Refusals) Unresolved() error {
+// Unresolved describes the last reply that was not delivered when no reply
+// was delivered after it: the user is missing (part of) the answer. ok is
+// false otherwise.
+func (r *Refusals) Unresolved() (u Undelivered, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.last
+	if r.last == nil {
+		return Undelivered{}, false
+	}
+	return undelivered(r.last), true
 }
 
 // noteSend records err in the Refusals ctx carries, if any.

@@ -181,18 +181,19 @@ func (r *runEvents) finished(res agent.AgentResult, err error, durationMS int64)
 	r.publish(e)
 }
 
-// undelivered ends the run with an error event: a reply was refused by the
-// platform's reply rules and nothing was delivered after it.
-func (r *runEvents) undelivered(err error) {
-	code := "REPLY_REFUSED"
+// undelivered ends the run with an error event: a reply did not reach the
+// user (the platform refused it, by its reply rules or otherwise) and
+// nothing was delivered after it. The message is the chat log's line: the
+// platform's reason, and which part failed when some did arrive.
+func (r *runEvents) undelivered(u dispatch.Undelivered) {
+	code := "DELIVERY_FAILED"
 	switch {
-	case errors.Is(err, dispatch.ErrReplyExpired):
+	case errors.Is(u.Err, dispatch.ErrReplyExpired):
 		code = "REPLY_WINDOW_CLOSED"
-	case errors.Is(err, dispatch.ErrReplyLimit):
+	case errors.Is(u.Err, dispatch.ErrReplyLimit):
 		code = "REPLY_LIMIT_REACHED"
 	}
-	r.publish(events.Event{Type: events.TypeError, UserMessageID: r.trigger, ErrorCode: code,
-		ErrorMessage: "reply not delivered: " + err.Error()})
+	r.publish(events.Event{Type: events.TypeError, UserMessageID: r.trigger, ErrorCode: code, ErrorMessage: u.String()})
 }
 
 func (r *runEvents) textID(step int) string { return fmt.Sprintf("%s-t%d", r.base.TaskID, step) }

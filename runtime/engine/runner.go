@@ -92,11 +92,19 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 			log.Error().Err(err).Msg("journal: recording the end of a run")
 		}
 	}
-	refused := refusals.Unresolved()
-	if refused != nil {
-		r.reportUndelivered(ctx, refused, log)
+	refused, undelivered := refusals.Unresolved()
+	if undelivered && errors.Is(ctx.Err(), context.Canceled) && !dispatch.IsReplyRefused(refused.Err) {
+		// Shutdown cut the send short, not the platform: the run is
+		// resumed or settled by the next start.
+		undelivered = false
 	}
-	if refused != nil && out.Err == nil {
+	if undelivered {
+		r.reportUndelivered(ctx, refused, log)
+		// Whoever waits for the outcome (/api/execute, a task's last
+		// result) hears that the user did not get the answer.
+		out.Result.Success = false
+	}
+	if undelivered && out.Err == nil {
 		// The run did its part, but the user is missing (part of) the
 		// answer: the run's watchers hear that, not "completed".
 		ev.undelivered(refused)
@@ -118,12 +126,16 @@ func (r *Runner) notice(ctx context.Context, job ingress.Job, log zerolog.Logger
 	}
 }
 
-// reportUndelivered logs a reply the platform's reply rules refused, with
-// no reply delivered after it, and leaves a system entry in the chat's log.
-func (r *Runner) reportUndelivered(ctx context.Context, err error, log zerolog.Logger) {
+// reportUndelivered logs a reply that did not reach the user, with no
+// reply delivered after it, and leaves a system entry in the chat's log.
+func (r *Runner) reportUndelivered(ctx context.Context, u dispatch.Undelivered, log zerolog.Logger) {
 	req, _ := dispatch.RequestFromContext(ctx)
-	log.Error().Err(err).Str("messageId", req.MessageID).Msg("reply not delivered: the platform refused it")
-	if lerr := r.Deliverer.LogUndelivered(ctx, err); lerr != nil {
+	ev := log.Error().Err(u.Err).Str("messageId", req.MessageID)
+	if u.Part > 0 {
+		ev = ev.Int("part", u.Part).Int("parts", u.Parts)
+	}
+	ev.Msg("reply not delivered")
+	if lerr := r.Deliverer.LogUndelivered(ctx, u); lerr != nil {
 		log.Error().Err(lerr).Msg("logging an undelivered reply")
 	}
 }

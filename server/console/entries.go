@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -28,6 +29,10 @@ type entryView struct {
 	Images   []string // /console/files URLs
 	Files    []string // names of other files
 	Approval string
+	// Undelivered is set on the chat log's mark of a reply the user did
+	// not get: "not delivered: <reason>", or "part 2 of 3 not delivered:
+	// <reason>" when the parts before it arrived.
+	Undelivered string
 }
 
 // view turns an entry into what the page shows. Text stays text: the
@@ -47,6 +52,9 @@ func (c *Console) view(e chat.ChatLogEntryV1) entryView {
 		v.Outcome, _ = e.Meta["outcome"].(string)
 	}
 	v.Approval, _ = e.Meta["approval"].(string)
+	if e.Meta["delivery"] == "failed" {
+		v.Undelivered = undeliveredLine(e.Meta)
+	}
 	files, _ := media.FilesOf(e.Meta) // a malformed list shows no files
 	for _, f := range files {
 		switch {
@@ -59,6 +67,22 @@ func (c *Console) view(e chat.ChatLogEntryV1) entryView {
 		}
 	}
 	return v
+}
+
+// undeliveredLine is what the Chat page says about a reply that did not
+// reach the user (see dispatch.Deliverer.LogUndelivered): the platform's
+// reason, and which part failed.
+func undeliveredLine(meta map[string]any) string {
+	reason, _ := meta["reason"].(string)
+	if reason == "" {
+		reason = "the platform did not say why"
+	}
+	part, _ := meta["part"].(float64) // numbers come back from JSON as float64
+	parts, _ := meta["parts"].(float64)
+	if part > 0 && parts > 0 {
+		return fmt.Sprintf("part %d of %d not delivered: %s", int(part), int(parts), reason)
+	}
+	return "not delivered: " + reason
 }
 
 // handleFile serves a received image for its thumbnail. Only files under

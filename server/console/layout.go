@@ -127,7 +127,7 @@ func (c *Console) entries(m *markup, d chatData) {
 
 // entry writes one chat log entry; withChat links its chat (search hits).
 func entry(m *markup, e entryView, withChat bool) {
-	m.open("li", "class", "entry "+e.Role)
+	m.open("li", "class", "entry "+e.Role+when(e.Undelivered != "", " undelivered"))
 	m.open("div", "class", "meta")
 	if withChat {
 		m.el("a", e.ChatKey, "href", chatURL(e.ChatKey))
@@ -152,9 +152,13 @@ func entry(m *markup, e entryView, withChat bool) {
 		m.el("span", "approval "+e.Approval, "class", "tag")
 	}
 	m.close("div")
-	if e.Role == "tool" {
+	switch {
+	case e.Undelivered != "":
+		// An error for whoever reads the chat: the user did not get it.
+		m.el("div", e.Undelivered, "class", "text error", "role", "status")
+	case e.Role == "tool":
 		m.el("pre", e.Text, "class", "text tool")
-	} else {
+	default:
 		m.el("div", e.Text, "class", "text")
 	}
 	if len(e.Images) > 0 {
