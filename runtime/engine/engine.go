@@ -22,7 +22,6 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
-	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -136,125 +135,58 @@ type Engine struct {
 
 // New opens the store and the journal and starts the queue's workers.
 func New(opts Options) (*Engine, error) {
-	cat := opts.Models
-	if cat == nil {
-		vision := llm.VisionOff
-		if opts.Vision {
-			vision = llm.VisionOn
-		}
-		cat = models.Single(opts.Model, llm.Config{Model: opts.ModelName, Vision: vision})
-	}
-	if opts.Model == nil {
-		opts.Model = cat.Default().LLM
-	}
-	switchRule, err := models.ParseSwitch(opts.ModelSwitch)
-	if err != nil {
-		return nil, fmt.Errorf("llm.switch: %w", err)
-	}
-	choices, err := models.OpenChoices(opts.ModelChoicesPath, cat, opts.Logger)
+	picker, switchRule, err := newPicker(&opts)
 	if err != nil {
 		return nil, err
 	}
-	picker := &modelPicker{catalog: cat, choices: choices, log: opts.Logger}
-	store := opts.Store
-	if store == nil {
-		fs, err := chat.OpenStore(chat.StoreOptions{Dir: opts.ChatsDir, Durability: opts.Durability, SegmentBytes: opts.SegmentBytes})
-		if err != nil {
-			return nil, fmt.Errorf("opening chat store: %w", err)
-		}
-		store = fs
-	}
-	var jn *journal.Journal
-	var recovered []journal.Item
-	var runs journal.Recorder
-	if opts.Runs != nil {
-		runs = opts.Runs
-	} else if opts.JournalPath != "" {
-		jn, recovered, err = journal.Open(opts.JournalPath, opts.Durability != chat.DurabilityNone)
-		if err != nil {
-			_ = store.Close()
-			return nil, fmt.Errorf("opening journal: %w", err)
-		}
-		runs = jn
+	st, err := openState(opts)
+	if err != nil {
+		return nil, err
 	}
 	reg := dispatch.NewRegistry()
-	deliverer := &dispatch.Deliverer{Registry: reg, Store: store}
-	if runs != nil {
+	deliverer := &dispatch.Deliverer{Registry: reg, Store: st.store}
+	if st.runs != nil {
 		deliverer.BeforeSend = func(ctx context.Context) error {
 			if id, ok := journaledRun(ctx); ok {
-				return runs.Sending(id)
+				return st.runs.Sending(id)
 			}
 			return nil
 		}
 	}
 	var tools []agent.Tool
 	if opts.Tools != nil {
-		tools = opts.Tools(store, deliverer)
+		tools = opts.Tools(st.store, deliverer)
 	}
-	closeAll := func() {
-		_ = store.Close()
-		if jn != nil {
-			_ = jn.Close()
-		}
-	}
-	gov := &governor{policy: opts.Policy, registry: reg, log: opts.Logger, wake: make(chan struct{}, 1),
-		liners: map[string]agent.CommandLiner{}}
-	for _, t := range tools {
-		if l, ok := t.(agent.CommandLiner); ok {
-			gov.liners[t.Definition().Name] = l
-		}
-	}
-	if opts.ApprovalsPath != "" {
-		gov.approvals, err = policy.OpenStore(opts.ApprovalsPath, gov.current().StoreOptions())
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("opening approvals: %w", err)
-		}
+	gov, err := newGovernor(opts, reg, tools)
+	if err != nil {
+		st.close()
+		return nil, err
 	}
 	rt, err := agent.New(agent.Options{
-		Gate:           gov,
-		Toolboxes:      opts.Toolboxes,
-		PromptSections: opts.PromptSections,
-		Model:          opts.Model,
-		Tools:          tools,
-		Store:          store,
-		AgentMDPath:    opts.AgentMDPath,
-		History:        opts.History,
-		Stream:         opts.Stream,
-		RetryBackoff:   opts.RetryBackoff,
-		MaxTokens:      opts.MaxTokens,
-		Vision:         opts.Vision,
-		ProjectDir:     opts.ProjectDir,
-		Logger:         opts.Logger,
+		Gate: gov, Toolboxes: opts.Toolboxes, PromptSections: opts.PromptSections, Model: opts.Model, Tools: tools,
+		Store: st.store, AgentMDPath: opts.AgentMDPath, History: opts.History, Stream: opts.Stream,
+		RetryBackoff: opts.RetryBackoff, MaxTokens: opts.MaxTokens, Vision: opts.Vision, ProjectDir: opts.ProjectDir,
+		Logger: opts.Logger,
 	})
 	if err != nil {
-		closeAll()
+		st.close()
 		return nil, fmt.Errorf("creating runtime: %w", err)
 	}
 	bus := events.NewBus(0)
-	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: runs, Redact: opts.Redact, Log: opts.Logger, gov: gov,
+	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: st.runs, Redact: opts.Redact, Log: opts.Logger, gov: gov,
 		picker: picker}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
 	q := queue.New(runner.Handle, qopts)
 	e := &Engine{
-		events:   bus,
-		store:    store,
-		registry: reg,
-		runtime:  rt,
-		queue:    q,
+		events: bus, store: st.store, registry: reg, runtime: rt, queue: q,
 		ingress: ingress.New(ingress.Options{
-			Store: store, Queue: q, Journal: jn, Limiter: ingress.NewUserLimiter(opts.UserLimit), Observe: opts.Observe, Logger: opts.Logger,
+			Store: st.store, Queue: q, Journal: st.journal, Limiter: ingress.NewUserLimiter(opts.UserLimit), Observe: opts.Observe, Logger: opts.Logger,
 			Shared: opts.Shared, Claims: opts.Claims, OnRefused: refusedEvent(bus),
 		}),
-		journal:   jn,
-		runs:      runs,
-		model:     opts.ModelName,
-		log:       opts.Logger,
-		recovered: recovered,
-		gov:       gov,
+		journal: st.journal, runs: st.runs, model: opts.ModelName, log: opts.Logger, recovered: st.recovered, gov: gov,
+		picker: picker, switchRule: switchRule,
 	}
-	e.picker, e.switchRule = picker, switchRule
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	var sweepCtx context.Context
 	sweepCtx, e.sweepCancel = context.WithCancel(e.bgCtx)
