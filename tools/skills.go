@@ -13,6 +13,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/skills"
 )
@@ -147,8 +148,7 @@ func limitRun(ctx context.Context, s skills.Skill, fields map[string]any) {
 	// the limit, it never widens it.
 	valid := rules[:0]
 	for _, r := range rules {
-		check, _ := policy.WithRunLimits(context.Background())
-		if err := policy.LimitRun(check, "check", []string{r}); err != nil {
+		if err := (&policy.RunLimits{}).Limit("check", []string{r}); err != nil {
 			dropped = append(dropped, r)
 			continue
 		}
@@ -160,7 +160,11 @@ func limitRun(ctx context.Context, s skills.Skill, fields map[string]any) {
 		fields["droppedNote"] = "these allowed-tools are not available in this run: ship has no equivalent (no Read, Write, Edit, Glob, Grep or web tools of its own) or cannot read the entry"
 	}
 	by := "skill " + s.ID
-	switch err := policy.LimitRun(ctx, by, rules); {
+	err := policy.ErrNoRun
+	if run, _ := dispatch.RunFrom(ctx); run.Limits != nil {
+		err = run.Limits.Limit(by, rules)
+	}
+	switch {
 	case errors.Is(err, policy.ErrNoRun):
 		fields["limit"] = "none: this call is outside a governed run"
 	case err != nil:

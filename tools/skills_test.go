@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/skills"
 	"github.com/shipmyagent/ship/tools"
@@ -103,7 +104,8 @@ func TestSkillsLoadReturnsInstructionsAndFiles(t *testing.T) {
 	})
 	_, load := skillTools(t, dir)
 	// No allowed-tools: nothing is limited.
-	ctx, limits := policy.WithRunLimits(context.Background())
+	limits := &policy.RunLimits{}
+	ctx := dispatch.WithRun(context.Background(), dispatch.Run{Limits: limits})
 	res := load.Call(ctx, json.RawMessage(`{"id":"writer"}`))
 	m := decode(t, res)
 	if !res.OK || m["instructions"] != "Read template.md first.\n" {
@@ -179,7 +181,8 @@ func TestSkillsLoadLimitsTheRunToTheSkillsTools(t *testing.T) {
 		t.Run(c.allowed, func(t *testing.T) {
 			dir := skillProject(t, map[string]string{"s/SKILL.md": "---\ndescription: d\n" + c.allowed + "\n---\nbody\n"})
 			_, load := skillTools(t, dir)
-			ctx, limits := policy.WithRunLimits(context.Background())
+			limits := &policy.RunLimits{}
+			ctx := dispatch.WithRun(context.Background(), dispatch.Run{Limits: limits})
 			res := load.Call(ctx, json.RawMessage(`{"id":"s"}`))
 			m := decode(t, res)
 			if !res.OK {

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -96,4 +97,32 @@ func platformMentions(t *testing.T, file string) []string {
 		return true
 	})
 	return found
+}
+
+// TestRunStateIsOneValue keeps a run's state in one place: the context
+// carries one dispatch.Run, not a key per piece. The two others are not
+// run state but one call's (a delivery's wire hook, a model call's top_p).
+func TestRunStateIsOneValue(t *testing.T) {
+	var found []string
+	for _, dir := range []string{"../../runtime", "../../tools"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for range strings.Count(string(b), "context.WithValue(") {
+				found = append(found, strings.TrimPrefix(path, "../../"))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(found) > 3 {
+		t.Errorf("context.WithValue is called in %v; keep a run's state in dispatch.Run (at most 3 calls)", found)
+	}
 }

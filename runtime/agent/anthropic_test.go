@@ -106,7 +106,7 @@ func (r *rig) ask(text string) outcome {
 	}
 	var o outcome
 	var mu sync.Mutex
-	o.res, o.err = r.rt.Run(ctx, agent.AgentRunInput{ChatKey: req.ChatKey, Instructions: text,
+	o.res, o.err = r.rt.Run(ctx, agent.AgentRunInput{ChatKey: req.ChatKey, Route: req, Instructions: text,
 		OnStep: func(_ context.Context, ev agent.StepEvent) {
 			mu.Lock()
 			defer mu.Unlock()

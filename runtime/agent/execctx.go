@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
 // DefaultMaxInjected caps the history messages one run may inject.
@@ -58,16 +60,17 @@ func newToolExecutionContext(messages []llms.MessageContent, userIndex, maxInjec
 	return ec
 }
 
-type execKey struct{}
-
 func withToolExecutionContext(ctx context.Context, ec *ToolExecutionContext) context.Context {
-	return context.WithValue(ctx, execKey{}, ec)
+	run, _ := dispatch.RunFrom(ctx)
+	run.Exec = ec
+	return dispatch.WithRun(ctx, run)
 }
 
 // ToolExecutionFromContext returns the execution context of the run that is
 // calling a tool.
 func ToolExecutionFromContext(ctx context.Context) (*ToolExecutionContext, bool) {
-	ec, ok := ctx.Value(execKey{}).(*ToolExecutionContext)
+	run, _ := dispatch.RunFrom(ctx)
+	ec, ok := run.Exec.(*ToolExecutionContext)
 	return ec, ok
 }
 

@@ -64,7 +64,7 @@ func (r *visionRig) send(text string, files ...media.File) {
 		Text: text, MessageID: req.MessageID}); err != nil {
 		r.t.Fatal(err)
 	}
-	if _, err := r.rt.Run(ctx, agent.AgentRunInput{ChatKey: req.ChatKey, Instructions: text, Files: files}); err != nil {
+	if _, err := r.rt.Run(ctx, agent.AgentRunInput{ChatKey: req.ChatKey, Route: req, Instructions: text, Files: files}); err != nil {
 		r.t.Fatal(err)
 	}
 }

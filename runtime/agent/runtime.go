@@ -14,7 +14,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/chat"
-	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/llm"
 )
 
@@ -163,7 +162,7 @@ func (r *Runtime) ChatsInMemory() int { return r.sessions.len() }
 // meaning: on failure Success is false and Output is one short line fit to
 // show the user; the error says what went wrong for the log.
 func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error) {
-	req, _ := dispatch.RequestFromContext(ctx)
+	req := in.Route
 	hasChannel := req.Channel != ""
 	log := r.opts.Logger.With().Str("chatKey", in.ChatKey).Str("channel", req.Channel).Logger()
 

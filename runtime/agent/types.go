@@ -10,15 +10,20 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/turn"
 )
 
-// AgentRunInput is what a run needs: the chat and the user's text. Where the
-// message came from travels in the context (dispatch.RequestContext).
+// AgentRunInput is what a run needs: the chat, where its replies go and
+// the user's text. (The tools a run calls find the same route in the run's
+// context, dispatch.Run.)
 type AgentRunInput struct {
-	ChatKey      string
+	ChatKey string
+	// Route is where the message came from and replies go; its channel
+	// names the platform in the prompt.
+	Route        dispatch.RequestContext
 	Instructions string
 	// OnStep, when set, sees every step of the run as it happens.
 	OnStep func(ctx context.Context, ev StepEvent)

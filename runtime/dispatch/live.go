@@ -62,17 +62,15 @@ func NewLive(ctx context.Context, reg *Registry, req RequestContext, opts LiveOp
 // cleanupTimeout bounds taking an unfinished reply out of the chat.
 const cleanupTimeout = 15 * time.Second
 
-type liveKey struct{}
-
-// WithLive returns a context that carries l.
+// WithLive returns a context whose run shows its replies through l.
 func WithLive(ctx context.Context, l *Live) context.Context {
-	return context.WithValue(ctx, liveKey{}, l)
+	return with(ctx, func(r *Run) { r.Live = l })
 }
 
-// LiveFromContext returns the Live ctx carries, if any.
+// LiveFromContext returns the Live of ctx's run, if any.
 func LiveFromContext(ctx context.Context) *Live {
-	l, _ := ctx.Value(liveKey{}).(*Live)
-	return l
+	r, _ := RunFrom(ctx)
+	return r.Live
 }
 
 // ToolCall notes that the run calls tool next (in the order of the step's

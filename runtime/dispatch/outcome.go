@@ -103,8 +103,6 @@ func undelivered(err error) Undelivered {
 	return u
 }
 
-type refusalsKey struct{}
-
 // Refusals follows the replies of one run: which of them did not reach the
 // user (a platform refused it, by its reply rules or otherwise, or it could
 // not be sent at all), and whether one was delivered after the last
@@ -117,8 +115,8 @@ type Refusals struct {
 
 // WithRefusals returns a context that carries a new Refusals.
 func WithRefusals(ctx context.Context) (context.Context, *Refusals) {
-	r := &Refusals{}
-	return context.WithValue(ctx, refusalsKey{}, r), r
+	rs := &Refusals{}
+	return with(ctx, func(r *Run) { r.Refusals = rs }), rs
 }
 
 // note records the outcome of one send.
@@ -144,7 +142,7 @@ func (r *Refusals) Unresolved() (u Undelivered, ok bool) {
 
 // noteSend records err in the Refusals ctx carries, if any.
 func noteSend(ctx context.Context, err error) {
-	if r, ok := ctx.Value(refusalsKey{}).(*Refusals); ok {
-		r.note(err)
+	if r, _ := RunFrom(ctx); r.Refusals != nil {
+		r.Refusals.note(err)
 	}
 }

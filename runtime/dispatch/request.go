@@ -16,15 +16,14 @@ import (
 // context.Context (see WithRequest).
 type RequestContext = turn.Route
 
-type requestKey struct{}
-
-// WithRequest returns a context that carries req.
+// WithRequest returns a context whose run's replies go to req.
 func WithRequest(ctx context.Context, req RequestContext) context.Context {
-	return context.WithValue(ctx, requestKey{}, req)
+	return with(ctx, func(r *Run) { r.Request = req })
 }
 
-// RequestFromContext returns the request context carried by ctx, if any.
+// RequestFromContext returns where the replies of ctx's run go, if it is
+// inside one.
 func RequestFromContext(ctx context.Context) (RequestContext, bool) {
-	req, ok := ctx.Value(requestKey{}).(RequestContext)
-	return req, ok
+	r, ok := RunFrom(ctx)
+	return r.Request, ok && r.Request != (RequestContext{})
 }

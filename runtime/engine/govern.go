@@ -42,8 +42,6 @@ type runScope struct {
 	limits *policy.RunLimits
 }
 
-type scopeKey struct{}
-
 // defaultVerdict is a tool's verdict where no rule decides: the chat_*
 // and skills_* tools are the conversation itself and are allowed, except
 // that messaging other people (chat_contact_*) is off in group chats; a
@@ -81,24 +79,27 @@ func (g *governor) current() *policy.Policy {
 	return g.policy()
 }
 
-// begin fixes the run's scope: the policy in force now, who asked, where.
-func (g *governor) begin(ctx context.Context, job ingress.Job) context.Context {
-	ctx, limits := policy.WithRunLimits(ctx)
+// begin fixes the run's scope in run: the policy in force now, who asked,
+// where, and the limits its own tools may add.
+func (g *governor) begin(run *dispatch.Run, job ingress.Job) {
+	limits := &policy.RunLimits{}
 	who := job.Identity
 	if who == "" {
 		who = identity(job.Route)
 	}
-	return context.WithValue(ctx, scopeKey{}, runScope{
+	run.Limits = limits
+	run.Scope = runScope{
 		policy:    g.current(),
 		subject:   policy.Subject{Identity: who, ChatKey: job.Route.ChatKey},
 		narrowing: policy.Narrowing(job.Tools),
 		req:       job.Route,
 		limits:    limits,
-	})
+	}
 }
 
 func (g *governor) scope(ctx context.Context) runScope {
-	if sc, ok := ctx.Value(scopeKey{}).(runScope); ok {
+	run, _ := dispatch.RunFrom(ctx)
+	if sc, ok := run.Scope.(runScope); ok {
 		return sc
 	}
 	req, _ := dispatch.RequestFromContext(ctx)

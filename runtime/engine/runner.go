@@ -38,13 +38,11 @@ type Runner struct {
 	picker *modelPicker // picks each run's model; nil: the runtime's own
 }
 
-type journaledRunKey struct{}
-
 // journaledRun returns the id of the journaled run ctx belongs to: the
 // deliverer's BeforeSend records a send intent for it.
 func journaledRun(ctx context.Context) (string, bool) {
-	id, ok := ctx.Value(journaledRunKey{}).(string)
-	return id, ok
+	run, _ := dispatch.RunFrom(ctx)
+	return run.JournalID, run.JournalID != ""
 }
 
 // Handle runs one item. Whoever waits for it (OnDone, event subscribers)
@@ -55,18 +53,20 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	log := r.Log.With().Str("requestId", item.ID).Str("chatKey", item.ChatKey).
 		Str("channel", job.Route.Channel).Logger()
 	ctx = log.WithContext(ctx)
-	ctx = dispatch.WithRequest(ctx, job.Route)
+	// The run's state, in one value the context carries (dispatch.Run).
+	refusals := &dispatch.Refusals{}
+	run := dispatch.Run{Request: job.Route, Refusals: refusals}
 	if r.gov != nil {
-		ctx = r.gov.begin(ctx, job)
+		r.gov.begin(&run, job)
 	}
-	ctx, refusals := dispatch.WithRefusals(ctx)
 	journaled := job.Journaled && r.Journal != nil
 	if journaled {
 		if err := r.Journal.Start(item.ID); err != nil {
 			log.Error().Err(err).Msg("journal: recording the start of a run")
 		}
-		ctx = context.WithValue(ctx, journaledRunKey{}, item.ID)
+		run.JournalID = item.ID
 	}
+	ctx = dispatch.WithRun(ctx, run)
 
 	liveOpts := dispatch.LiveOptions{Resume: job.Streamed, Logger: log}
 	if journaled {
@@ -158,6 +158,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		Call:         call,
 		Vision:       vision,
 		ChatKey:      item.ChatKey,
+		Route:        job.Route,
 		Instructions: job.Text,
 		Preset:       job.Preset,
 		Files:        job.Files,

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,25 +21,15 @@ type limit struct {
 	rules []rule
 }
 
-type runLimitsKey struct{}
-
-// ErrNoRun is returned by LimitRun outside a governed run.
+// ErrNoRun is returned by a tool that would limit its run outside a
+// governed run.
 var ErrNoRun = errors.New("not inside a governed run")
 
-// WithRunLimits returns a context whose run can be limited, and the limits.
-func WithRunLimits(ctx context.Context) (context.Context, *RunLimits) {
-	l := &RunLimits{}
-	return context.WithValue(ctx, runLimitsKey{}, l), l
-}
-
-// LimitRun limits the rest of ctx's run to the tools allowed names (rules
-// like "exec_shell(git *)" or "mcp.github.*"); by says who asked. Tools
-// named chat_* stay allowed: the run must still be able to answer.
-func LimitRun(ctx context.Context, by string, allowed []string) error {
-	l, ok := ctx.Value(runLimitsKey{}).(*RunLimits)
-	if !ok {
-		return ErrNoRun
-	}
+// Limit limits the rest of the run to the tools allowed names (rules like
+// "exec_shell(git *)" or "mcp.github.*"); by says who asked. Tools named
+// chat_* stay allowed: the run must still be able to answer. A rule that
+// does not parse is an error and changes nothing.
+func (l *RunLimits) Limit(by string, allowed []string) error {
 	rs, err := ruleList(allowed, by+" allowed tools")
 	if err != nil {
 		return err
