@@ -79,24 +79,6 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			"messageId "+in.messageID+" is already being answered in this chat")
 		return
 	}
-	if in.clientMessageID {
-		// A retry of a message that was answered (or is kept for the next
-		// start) must not run it again: that would answer the user twice.
-		seen, err := s.opts.Engine.Ingress().Received(ctx, in.chatKey, in.messageID)
-		if err != nil || seen {
-			s.unregister(key, c)
-		}
-		if err != nil {
-			log.Error().Err(err).Msg("checking the chat log for a repeated messageId")
-			writeError(w, r, http.StatusInternalServerError, codeInternal, msgInternal)
-			return
-		}
-		if seen {
-			writeError(w, r, http.StatusConflict, codeConflict, "messageId "+in.messageID+
-				" was already received in this chat; its replies are in GET /api/chats/"+in.chatKey+"/messages")
-			return
-		}
-	}
 
 	done := make(chan runResult, 1) // buffered: OnDone must not block on a gone client
 	taskID := requestID(ctx)
@@ -107,7 +89,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		defer sub.Close()
 	}
 	who := callerIdentity(ctx)
-	_, err := s.opts.Engine.Ingress().Accept(ctx, ingress.Submission{
+	_, err := s.opts.Engine.Ingress().Submit(ctx, ingress.Submission{
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
@@ -119,6 +101,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			ChatType:  "api",
 		},
 		Meta: identityMeta(who),
+		// A retry of a message that was answered must not run it again:
+		// that would answer the user twice.
+		Once: in.clientMessageID,
 		// The run acts as who the token proves, not as the body's userId
 		// (a label); it is journaled, so a recovered run keeps it.
 		Turn: turn.Turn{Identity: who, Tools: turn.Tools(in.tools), Model: in.llm},
@@ -129,6 +114,12 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		// before it is sent, and shares its fsync with the reply.
 		DeferSync: true,
 	})
+	if errors.Is(err, ingress.ErrDuplicate) {
+		s.unregister(key, c)
+		writeError(w, r, http.StatusConflict, codeConflict, "messageId "+in.messageID+
+			" was already received in this chat; its replies are in GET /api/chats/"+in.chatKey+"/messages")
+		return
+	}
 	if err != nil {
 		s.unregister(key, c)
 		s.writeAcceptError(w, r, err)

@@ -53,12 +53,14 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	// Kept with the message, so that a repeated send can name the run the
 	// first one started (duplicateTaskID).
 	meta[metaTaskID] = taskID
-	_, err := s.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
+	_, err := s.opts.Engine.Ingress().Submit(r.Context(), ingress.Submission{
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
 		Meta:    meta,
+		// The same userMessageId again is a duplicate and runs nothing.
+		Once: true,
 		// As in handleExecute: the token's identity, never the body's.
 		Turn: turn.Turn{Identity: who, Tools: turn.Tools(in.tools), Model: in.llm},
 	})

@@ -112,7 +112,7 @@ func (se *skillEngine) ask(t *testing.T, chatID, text string) (reply, execOutcom
 	t.Helper()
 	chatKey := "telegram:chat:" + chatID
 	done := make(chan ingress.Outcome, 1)
-	if _, err := se.eng.Ingress().Accept(context.Background(), ingress.Submission{
+	if _, err := se.eng.Ingress().Submit(context.Background(), ingress.Submission{
 		Channel: "telegram", ChatKey: chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: "m1", UserID: "u1", ChatType: "private"},
 		OnDone:  func(o ingress.Outcome) { done <- o },

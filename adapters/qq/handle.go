@@ -38,7 +38,7 @@ func (a *Adapter) onMessage(p *dto.WSPayload, kind string, m *dto.Message) error
 		return nil
 	}
 	// The event id catches a re-delivery at once, commands included; the
-	// message id (AcceptOnce, through the ChatStore) also across restarts.
+	// message id (the front door's dedupe, through the ChatStore) also across restarts.
 	if p.EventID != "" {
 		if known, _ := a.events.ContainsOrAdd(p.EventID, struct{}{}); known {
 			a.log.Debug().Str("eventId", p.EventID).Msg("re-delivered qq event ignored")

@@ -31,7 +31,7 @@ const allowedUpdates = `["message","callback_query"]`
 
 // poll runs the long-polling loop until ctx ends. The offset is saved only
 // after every update of a batch is in the ChatStore, so a crash re-delivers
-// at most that batch, and AcceptOnce recognises what it had already taken.
+// at most that batch, and the front door's dedupe recognises what it had already taken.
 // The gate may call it again after it returned: it starts from the saved
 // offset each time (shared by the replicas in cluster mode).
 func (a *Adapter) poll(ctx context.Context) error {

@@ -123,13 +123,13 @@ func TestAMessageRefusedByAStoppedCallerIsFreeForTheNextHolder(t *testing.T) {
 	defer store.Close()
 	in := ingress.New(ingress.Options{Store: store, Shared: a.NewQueue(QueueOptions{Concurrency: 1}), Claims: a.Claims(), Logger: zerolog.Nop()})
 	cctx, lost := context.WithCancel(ctx)
-	msg := ingress.Submission{Channel: "telegram", ChatKey: "telegram:chat:7",
+	msg := ingress.Submission{Channel: "telegram", ChatKey: "telegram:chat:7", Once: true,
 		Message: ingress.IncomingChatMessage{ChatID: "7", MessageID: "99", UserID: "7", Text: "hello"},
 		// The lease goes while the message is being taken.
 		Prepare: func(context.Context, string) ingress.Prepared { lost(); return ingress.Prepared{Text: "hello"} },
 	}
-	if _, err := in.AcceptOnce(cctx, msg); err == nil {
-		t.Fatal("AcceptOnce succeeded with its context cancelled before logging")
+	if _, err := in.Submit(cctx, msg); err == nil {
+		t.Fatal("Submit succeeded with its context cancelled before logging")
 	}
 	if ok, err := b.Claims().Claim(ctx, "telegram:chat:7\x0099"); err != nil || !ok {
 		t.Fatalf("the next holder could not take the message (%v, %v): it would be dropped as a duplicate", ok, err)

@@ -112,7 +112,7 @@ func (e *Engine) decide(ctx context.Context, code string, approve bool, by polic
 	if req.MessageID != "" {
 		answers = req.MessageID
 	}
-	_, err = e.ingress.Accept(ctx, ingress.Submission{
+	_, err = e.ingress.Submit(ctx, ingress.Submission{
 		Channel: route.Channel, ChatKey: a.ChatKey,
 		Message: ingress.IncomingChatMessage{
 			ChatID: route.ChatID, ChatType: route.ChatType, MessageThreadID: route.MessageThreadID, ThreadID: route.ThreadID,

@@ -226,13 +226,13 @@ func (e *Engine) Policy() *policy.Policy { return e.gov.current() }
 // messages go through it.
 func (e *Engine) Register(channel string, d dispatch.Dispatcher) { e.registry.Register(channel, d) }
 
-// Accept takes a platform message that may be delivered more than once:
-// logged, deduplicated, rate-limited and queued (ingress.AcceptOnce). A
-// refused one is kept in the log with its refusal: the platform is
+// Accept takes a platform message through the front door
+// (ingress.Submit). Platforms deliver again: it is deduplicated; a refused
+// one is kept in the log with its refusal, since the platform is
 // acknowledged either way, and a re-delivery of it is then a duplicate.
 func (e *Engine) Accept(ctx context.Context, s ingress.Submission) (ingress.Ticket, error) {
-	s.KeepRefused = true
-	return e.ingress.AcceptOnce(ctx, s)
+	s.Once, s.KeepRefused = true, true
+	return e.ingress.Submit(ctx, s)
 }
 
 // Record logs a platform message that is not addressed to the bot, once.

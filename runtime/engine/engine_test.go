@@ -269,7 +269,7 @@ func TestQueueFullIsATypedErrorAndTheMessageIsKept(t *testing.T) {
 	first := h.send("1", "a", "first")
 	<-started // the first is running; the queue now holds one waiting item at most
 	second := h.send("1", "b", "second")
-	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
+	_, err := h.ingress.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("1"),
 		Message: ingress.IncomingChatMessage{ChatID: "1", MessageID: "c", Text: "third"},
 		// A platform's message: kept in the log with its refusal.
@@ -376,7 +376,7 @@ func TestStreamingRunDeliversAndEmitsTextDeltas(t *testing.T) {
 	var mu sync.Mutex
 	var deltas []string
 	done := make(chan ingress.Outcome, 1)
-	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
+	_, err := h.ingress.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("s"),
 		Message: ingress.IncomingChatMessage{ChatID: "s", MessageID: "1", Text: "stream please"},
 		OnStep: func(_ context.Context, ev agent.StepEvent) {

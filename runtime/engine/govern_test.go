@@ -48,7 +48,7 @@ func TestDeniedToolIsNotOffered(t *testing.T) {
 	// u2 is in no role: exec_shell's default is deny, so the model never
 	// sees it.
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{
+	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("2"),
 		Message: ingress.IncomingChatMessage{ChatID: "2", Text: "run: echo hi", MessageID: "m1", UserID: "u2", ChatType: "private"},
 		OnDone:  func(o ingress.Outcome) { done <- o },
@@ -73,7 +73,7 @@ func TestDeniedToolIsNotOffered(t *testing.T) {
 func TestRequestNarrowingHidesATool(t *testing.T) {
 	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy})
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{Turn: turn.Turn{Tools: turn.Tools(policy.Narrowing{Deny: []string{"exec_shell"}})}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "run: echo hi", MessageID: "m1", UserID: "u1", ChatType: "private"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
+	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Tools: turn.Tools(policy.Narrowing{Deny: []string{"exec_shell"}})}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "run: echo hi", MessageID: "m1", UserID: "u1", ChatType: "private"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
@@ -362,7 +362,7 @@ func TestApprovalRequestShowsBidiControlsEscaped(t *testing.T) {
 	done := make(chan ingress.Outcome, 1)
 	// A name and a command that would read backwards, and an invisible
 	// mark: the request must show each as an escape.
-	if _, err := h.ingress.Accept(context.Background(), ingress.Submission{
+	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: group,
 		Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo safe\u202e txt.exe\u2069 \u200fok", MessageID: "m1",
 			UserID: "u1", Username: "admin\u202enimda\u061c", ChatType: "supergroup"},

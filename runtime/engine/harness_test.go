@@ -242,7 +242,7 @@ func chatKeyOf(chatID string) string { return "telegram:chat:" + chatID }
 func (h *harness) send(chatID, msgID, text string) <-chan ingress.Outcome {
 	h.t.Helper()
 	done := make(chan ingress.Outcome, 1)
-	_, err := h.ingress.Accept(context.Background(), ingress.Submission{
+	_, err := h.ingress.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel,
 		ChatKey: chatKeyOf(chatID),
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: msgID, UserID: "u1", ChatType: "private"},

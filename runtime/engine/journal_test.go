@@ -94,7 +94,7 @@ func TestRecoveryAnswersInterruptedMessagesOnce(t *testing.T) {
 		t.Errorf("%d items still pending after recovery", n)
 	}
 	// Telegram re-delivering a recovered message does not run it twice.
-	_, err := h.ingress.AcceptOnce(context.Background(), ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("2"),
+	_, err := h.ingress.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("2"),
 		Message: ingress.IncomingChatMessage{ChatID: "2", MessageID: "m2", Text: "interrupted mid-run"}})
 	if err != ingress.ErrDuplicate {
 		t.Errorf("re-delivery after recovery: %v, want ErrDuplicate", err)
@@ -170,7 +170,7 @@ func TestOverlongPlatformTextIsCutAndSaysSo(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	long := strings.Repeat("é", ingress.MaxMessageChars+500)
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.AcceptOnce(context.Background(), ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("l"),
+	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("l"),
 		Message: ingress.IncomingChatMessage{ChatID: "l", MessageID: "1", Text: long}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestOverlongPlatformTextIsCutAndSaysSo(t *testing.T) {
 func TestJournalIsSettledBeforeTheOutcomeIsReported(t *testing.T) {
 	h := newHarness(t, harnessOptions{journal: true})
 	pendingAtDone := make(chan int, 1)
-	_, err := h.ingress.AcceptOnce(context.Background(), ingress.Submission{Channel: testChannel, ChatKey: chatKeyOf("5"),
+	_, err := h.ingress.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("5"),
 		Message: ingress.IncomingChatMessage{ChatID: "5", MessageID: "m1", Text: "hello"},
 		OnDone:  func(ingress.Outcome) { pendingAtDone <- h.engine.Journal().Pending() }})
 	if err != nil {

@@ -117,7 +117,7 @@ type Ingress struct {
 	log     zerolog.Logger
 
 	// seen holds recently accepted (chatKey, messageId) pairs; older ones
-	// are still recognised through the ChatStore (see AcceptOnce).
+	// are still recognised through the ChatStore (see Submit).
 	seen *lru.Cache[string, struct{}]
 	boot string // names this process's runs (see nextID)
 	n    atomic.Uint64
@@ -182,6 +182,10 @@ type Submission struct {
 	// waited for before OnDone, so a turn costs one fsync instead of two.
 	// Platforms that acknowledge on Accept must leave it false.
 	DeferSync bool
+	// Once says the message may come more than once (a platform's
+	// re-delivery, a client's retry with the same id): a message id this
+	// chat already received is ErrDuplicate and runs nothing.
+	Once bool
 	// Unlimited exempts the message from the per-sender limit: it comes
 	// from ship itself (a scheduled task, the turn after an approval), not
 	// from someone who could flood.
@@ -213,13 +217,36 @@ func (s Submission) Request() turn.Route {
 	}
 }
 
-// Accept logs the message as a user entry and queues it. When Accept
-// returns, the message is durable (in the pending-work journal, or in the
-// ChatStore when there is no journal), so a platform may be acknowledged.
-// When the queue refuses it, the refusal is logged next to it and the
-// error (wrapping queue.ErrQueueFull or queue.ErrQueueStopped) returned for
-// a "busy" reply.
-func (in *Ingress) Accept(ctx context.Context, s Submission) (Ticket, error) {
+// Submit is the front door: every message that is to be answered enters
+// here, whichever way it came (a platform, /api/execute, /api/send, the
+// console, the scheduler, an approval), and meets the same rules in the
+// same order: text cut at the length limit, dedupe (when s.Once), the
+// per-sender limit (unless s.Unlimited), the queue's room, the log, the
+// journal and the queue. Sources differ only in what their Submission
+// says. When Submit returns nil the message is durable (in the journal, or
+// in the ChatStore when there is none), so a platform may be acknowledged.
+// A refusal is visible: a *RateLimitedError or a queue error (see
+// RefusalCode), an OnRefused call, and the refusal logged next to the
+// message when s.KeepRefused.
+//
+// Crash recovery and cluster take-over (Resume, Run) enter after these
+// steps: their messages passed them before, and are in the log and the
+// journal already.
+func (in *Ingress) Submit(ctx context.Context, s Submission) (Ticket, error) {
+	// Text can be longer than any sensible prompt: cut it, and say so to
+	// the model, rather than refuse it.
+	if text, cut := LimitText(s.Message.Text, MaxMessageChars); cut {
+		s.Message.Text = text
+		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", s.Message.MessageID).Msg("message cut at the length limit")
+	}
+	if s.Once {
+		return in.acceptOnce(ctx, s)
+	}
+	return in.accept(ctx, s)
+}
+
+// accept is the door after the dedupe: limit, room, log, queue.
+func (in *Ingress) accept(ctx context.Context, s Submission) (Ticket, error) {
 	if s.ID == "" {
 		s.ID = in.nextID()
 	}

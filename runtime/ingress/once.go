@@ -9,34 +9,28 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
-// ErrDuplicate is returned by AcceptOnce for a message that was already
+// ErrDuplicate is returned by Submit (with Once) for a message that was already
 // accepted: platforms re-deliver (Telegram after a restart, Feishu when an
 // ack is slow, QQ on resume) and a user must never get two answers.
 var ErrDuplicate = errors.New("message already accepted")
 
-// historyCheck is how far back in a chat's log AcceptOnce looks for a
+// historyCheck is how far back in a chat's log the door looks for a
 // message it no longer remembers. Re-deliveries concern recent messages.
 const historyCheck = 200
 
 // seenKey names a platform message in the seen set.
 func seenKey(chatKey, messageID string) string { return chatKey + "\x00" + messageID }
 
-// AcceptOnce is Accept for platform messages that may be delivered more than
-// once. A message id seen before — in this process, or in the chat's log
-// from an earlier one — is not accepted again (ErrDuplicate). One exception
-// keeps a crash from losing a message: if the log has it but no reply to
-// it, the earlier process died before answering, so it is queued again
-// (without logging it twice).
-func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error) {
-	// Platform text can be longer than any sensible prompt: cut it, and say
-	// so to the model, rather than refuse it.
-	if text, cut := LimitText(s.Message.Text, MaxMessageChars); cut {
-		s.Message.Text = text
-		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", s.Message.MessageID).Msg("message cut at the length limit")
-	}
+// acceptOnce is the dedupe step of the door, for messages that may come
+// more than once (Submission.Once). A message id seen before — in this
+// process, or in the chat's log from an earlier one — is not accepted
+// again (ErrDuplicate). One exception keeps a crash from losing a message:
+// if the log has it but no reply to it, the earlier process died before
+// answering, so it is queued again (without logging it twice).
+func (in *Ingress) acceptOnce(ctx context.Context, s Submission) (Ticket, error) {
 	id := s.Message.MessageID
 	if id == "" {
-		return in.Accept(ctx, s)
+		return in.accept(ctx, s)
 	}
 	key := seenKey(s.ChatKey, id)
 	if known, _ := in.seen.ContainsOrAdd(key, struct{}{}); known {
@@ -63,7 +57,7 @@ func (in *Ingress) AcceptOnce(ctx context.Context, s Submission) (Ticket, error)
 		s.prepare(ctx)
 		t, err = in.enqueue(ctx, s, false)
 	default:
-		t, err = in.Accept(ctx, s)
+		t, err = in.accept(ctx, s)
 	}
 	if err != nil {
 		in.seen.Remove(key)
@@ -136,15 +130,6 @@ func (in *Ingress) logState(ctx context.Context, chatKey, id string) (logState, 
 		}
 	}
 	return state, nil
-}
-
-// Received reports whether message id is in the recent log of chatKey
-// (answered or not): a caller that answers synchronously (POST
-// /api/execute) refuses such a message rather than run it a second time.
-// It looks as far back as AcceptOnce does.
-func (in *Ingress) Received(ctx context.Context, chatKey, id string) (bool, error) {
-	state, err := in.logState(ctx, chatKey, id)
-	return state != stateNew, err
 }
 
 // RecordOnce is Record for platform messages that may be delivered more than

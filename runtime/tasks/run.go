@@ -104,7 +104,7 @@ func (s *Scheduler) submit(ctx context.Context, t Task, route dispatch.RequestCo
 		head = "[scheduled task " + t.Name + ", run by hand]"
 		meta["byHand"] = true
 	}
-	_, err := s.sub.Accept(ctx, ingress.Submission{
+	_, err := s.sub.Submit(ctx, ingress.Submission{
 		ID:      id,
 		Channel: chat.ChannelScheduler,
 		ChatKey: t.ChatKey,

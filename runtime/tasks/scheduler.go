@@ -21,7 +21,7 @@ import (
 // Submitter queues a run on the global queue: the engine's Ingress, which
 // logs the user entry, journals it and queues it.
 type Submitter interface {
-	Accept(ctx context.Context, s ingress.Submission) (ingress.Ticket, error)
+	Submit(ctx context.Context, s ingress.Submission) (ingress.Ticket, error)
 }
 
 // History reads the chat logs (the engine's chat.Store): a task's replies

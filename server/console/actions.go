@@ -34,13 +34,14 @@ func (c *Console) identity() string {
 func (c *Console) send(r *http.Request, key, chatID, text string) error {
 	id := "c-" + randomHex(8)
 	who := c.identity()
-	_, err := c.opts.Engine.Ingress().AcceptOnce(r.Context(), ingress.Submission{
+	_, err := c.opts.Engine.Ingress().Submit(r.Context(), ingress.Submission{
 		ID:      id,
 		Channel: chat.ChannelAPI,
 		ChatKey: key,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: id, UserID: consoleUser,
 			Username: consoleUser, ChatType: "api"},
 		Meta: map[string]any{"identity": who},
+		Once: true,
 		Turn: turn.Turn{Identity: who},
 	})
 	return err

@@ -140,7 +140,7 @@ func newRig(t *testing.T, toolPolicy string) *rig {
 func (r *rig) ask(chatID, msgID, userID, text string) ingress.Outcome {
 	r.t.Helper()
 	done := make(chan ingress.Outcome, 1)
-	_, err := r.eng.Ingress().Accept(context.Background(), ingress.Submission{
+	_, err := r.eng.Ingress().Submit(context.Background(), ingress.Submission{
 		Channel: channel, ChatKey: "telegram:chat:" + chatID,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: msgID, UserID: userID, ChatType: "private"},
 		OnDone:  func(o ingress.Outcome) { done <- o },
