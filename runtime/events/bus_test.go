@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -79,5 +80,26 @@ func TestEventJSONCarriesExactlyItsTypesFields(t *testing.T) {
 	}
 	if !(Event{Type: TypeError}).Final() || !(Event{Type: TypeTaskCompleted}).Final() || (Event{Type: TypeContent}).Final() {
 		t.Error("Final is wrong")
+	}
+}
+
+// The replay window keeps the newest events in order however often it
+// has wrapped around.
+func TestReplayKeepsTheNewestEventsInOrderAfterWrapping(t *testing.T) {
+	b := NewBus(3)
+	var ids []uint64
+	for range 11 {
+		ids = append(ids, b.Publish(Event{Type: TypeContent}).ID)
+	}
+	s, complete := b.Subscribe(nil, ids[7], 8)
+	if !complete {
+		t.Error("replay from an id still in the window reported as incomplete")
+	}
+	var got []uint64
+	for len(s.C) > 0 {
+		got = append(got, (<-s.C).ID)
+	}
+	if want := ids[8:]; !slices.Equal(got, want) {
+		t.Errorf("replayed %v, want %v", got, want)
 	}
 }
