@@ -17,8 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters"
-	"github.com/shipmyagent/ship/adapters/qq"
-	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/cluster"
 	"github.com/shipmyagent/ship/runtime/cluster/chatlog"
@@ -127,17 +125,15 @@ func (r *replica) gate() adapters.Gate {
 	return r.hold
 }
 
-// prepare points the platforms' resume state at the cluster.
+// prepare points the platforms that resume their connection from saved
+// state (adapters.Resumer) at the replicas' shared resume points.
 func (r *replica) prepare(list []adapters.Adapter) {
 	if r == nil {
 		return
 	}
 	for _, a := range list {
-		switch a := a.(type) {
-		case *telegram.Adapter:
-			a.KeepOffsetIn(r.node.Offsets("telegram"))
-		case *qq.Adapter:
-			a.KeepSessionIn(r.node.Sessions("qq"))
+		if a, ok := a.(adapters.Resumer); ok {
+			a.KeepResumePointsIn(r.node.ResumePoints())
 		}
 	}
 }
