@@ -1,9 +1,7 @@
-//go:build cluster
-
-// Cluster mode is compiled in only with -tags cluster: linking NATS (the
-// embedded server above all) costs every ship process 0.5-3.5 MiB of idle
-// RSS, also when it runs alone, so the default binary leaves it out
-// (cluster_off.go).
+// Cluster mode is always compiled in: a ship without a cluster section in
+// ship.json gets a nil *replica, which starts nothing (no NATS connection,
+// no embedded server, no goroutine, no listener), so the one binary serves
+// both a process on its own and a replica of a group.
 
 package main
 
