@@ -44,3 +44,24 @@ func (g Gate) Hold(ctx context.Context, name string, status *StatusBox, connect 
 		return err
 	})
 }
+
+// ResumePoints keeps the small values a platform's single long connection
+// resumes from (Telegram's update offset, QQ's gateway session) where every
+// process that may hold the connection reads them: in cluster mode a bucket
+// the replicas share, so the one that takes the connection over resumes
+// where the last holder stopped instead of starting afresh.
+type ResumePoints interface {
+	// Load returns the value saved under key, or nil when there is none.
+	Load(ctx context.Context, key string) ([]byte, error)
+	// Save stores value under key durably, replacing what was there.
+	Save(ctx context.Context, key string, value []byte) error
+}
+
+// Resumer is an optional capability (found by type assertion, like
+// Streamer): a platform whose single long connection resumes from saved
+// state. KeepResumePointsIn makes it load and save that state in p instead
+// of keeping it in this process; the platform chooses its keys and their
+// encoding. Call it before Run.
+type Resumer interface {
+	KeepResumePointsIn(p ResumePoints)
+}

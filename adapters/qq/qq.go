@@ -122,7 +122,7 @@ type Adapter struct {
 	gate adapters.Gate
 	// sessions, when set, is where the gateway session is shared with
 	// the other replicas (cluster mode).
-	sessions SessionStore
+	sessions adapters.ResumePoints
 
 	// workers owns the goroutines besides Run (notes, busy timers, the
 	// token refresher); intake is the handler tail every event ends in.

@@ -2,16 +2,21 @@ package qq
 
 import (
 	"context"
+	"encoding/json"
 	"time"
+
+	"github.com/shipmyagent/ship/adapters"
 )
 
-// SessionStore keeps the gateway session (its id and the last event
-// sequence) outside this process: in cluster mode the replicas share it, so
-// the one that takes the gateway over resumes the session, and QQ replays
-// what it sent meanwhile, instead of identifying afresh and missing it.
-type SessionStore interface {
-	LoadSession(ctx context.Context) (id string, seq uint32, err error)
-	SaveSession(ctx context.Context, id string, seq uint32) error
+// sessionKey is the resume point the gateway session is kept under when
+// the processes share it (cluster mode), as a savedSession in JSON: the
+// layout ship has always stored there, so replicas of different versions
+// agree.
+const sessionKey = "qq.session"
+
+type savedSession struct {
+	ID  string `json:"id"`
+	Seq uint32 `json:"seq"`
 }
 
 // sessionSaveEvery is how often a changed session is saved. A holder that
@@ -19,9 +24,14 @@ type SessionStore interface {
 // early, and the events QQ replays twice are caught by the dedupe.
 const sessionSaveEvery = time.Second
 
-// KeepSessionIn makes the adapter resume from, and save its session to, s;
-// call it before Run.
-func (a *Adapter) KeepSessionIn(s SessionStore) { a.sessions = s }
+// KeepResumePointsIn makes the adapter resume from, and save its gateway
+// session to, p (adapters.Resumer): in cluster mode the replicas share it,
+// so the one that takes the gateway over resumes the session, and QQ
+// replays what it sent meanwhile, instead of identifying afresh and missing
+// it. Call it before Run.
+func (a *Adapter) KeepResumePointsIn(p adapters.ResumePoints) { a.sessions = p }
+
+var _ adapters.Resumer = (*Adapter)(nil)
 
 // adoptSharedSession takes the saved session as the one to resume, unless
 // this process knows a later point of the same session.
@@ -31,11 +41,16 @@ func (a *Adapter) adoptSharedSession(ctx context.Context) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	id, seq, err := a.sessions.LoadSession(lctx)
+	b, err := a.sessions.Load(lctx, sessionKey)
+	var saved savedSession
+	if err == nil && b != nil {
+		err = json.Unmarshal(b, &saved)
+	}
 	if err != nil {
 		a.log.Warn().Err(err).Msg("reading the shared qq session; resuming what this process knows")
 		return
 	}
+	id, seq := saved.ID, saved.Seq
 	if id == "" {
 		return
 	}
@@ -66,7 +81,8 @@ func (a *Adapter) saveSessions(ctx context.Context) {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := a.sessions.SaveSession(sctx, id, seq)
+		b, _ := json.Marshal(savedSession{ID: id, Seq: seq}) // a string and a number: cannot fail
+		err := a.sessions.Save(sctx, sessionKey, b)
 		cancel()
 		if err != nil {
 			a.log.Warn().Err(err).Msg("saving the qq session for the next holder of the gateway")

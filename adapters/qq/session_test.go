@@ -2,53 +2,67 @@ package qq_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 
 	"github.com/shipmyagent/ship/internal/adaptertest"
 )
 
-// sharedSession is the store two replicas share; in ship it is a key of a
-// NATS KV bucket (runtime/cluster Sessions).
-type sharedSession struct {
-	mu  sync.Mutex
-	id  string
-	seq uint32
+// sharedPoints is the store two replicas share; in ship it is the
+// ship_offsets KV bucket (runtime/cluster ResumePoints).
+type sharedPoints struct {
+	mu     sync.Mutex
+	values map[string][]byte
 }
 
-func (s *sharedSession) LoadSession(context.Context) (string, uint32, error) {
+func (s *sharedPoints) Load(_ context.Context, key string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.id, s.seq, nil
+	return s.values[key], nil
 }
 
-func (s *sharedSession) SaveSession(_ context.Context, id string, seq uint32) error {
+func (s *sharedPoints) Save(_ context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.id, s.seq = id, seq
+	if s.values == nil {
+		s.values = map[string][]byte{}
+	}
+	s.values[key] = value
 	return nil
 }
 
-func (s *sharedSession) get() (string, uint32) {
+// get decodes the saved session: the layout runtime/cluster has always
+// kept under qq.session, so replicas of different versions agree.
+func (s *sharedPoints) get(t *testing.T) (string, uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.id, s.seq
+	var v struct {
+		ID  string `json:"id"`
+		Seq uint32 `json:"seq"`
+	}
+	if b := s.values["qq.session"]; b != nil {
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Errorf("qq.session holds %q: %v", b, err)
+		}
+	}
+	return v.ID, v.Seq
 }
 
 // The replica that takes the gateway over resumes the session the last
 // holder saved, so QQ replays what was sent while nobody was connected;
 // identifying afresh would start a new session without it.
 func TestATakeoverResumesTheSessionTheLastHolderSaved(t *testing.T) {
-	store := &sharedSession{}
+	store := &sharedPoints{}
 	first := newEnv(t, setup{noStart: true})
 	firstGate := adaptertest.NewGate()
 	first.adapter.GateConnection(firstGate.Hold)
-	first.adapter.KeepSessionIn(store)
+	first.adapter.KeepResumePointsIn(store)
 	first.start()
 	next := newEnv(t, setup{noStart: true, qq: first.qq})
 	nextGate := adaptertest.NewGate()
 	next.adapter.GateConnection(nextGate.Hold)
-	next.adapter.KeepSessionIn(store)
+	next.adapter.KeepResumePointsIn(store)
 	next.start()
 
 	firstGate.Open()
@@ -58,7 +72,7 @@ func TestATakeoverResumesTheSessionTheLastHolderSaved(t *testing.T) {
 	}
 	// READY has seq 1 and the message seq 2 in the fake: once the store
 	// holds 2, the next holder resumes after the message.
-	first.until("the session saved with the message's seq", func() bool { id, seq := store.get(); return id != "" && seq >= 2 })
+	first.until("the session saved with the message's seq", func() bool { id, seq := store.get(t); return id != "" && seq >= 2 })
 
 	firstGate.Shut() // the holder is gone
 	firstGate.WaitReturned(t, 1)

@@ -1,8 +1,14 @@
 package telegram_test
 
 import (
+	"context"
+	"errors"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/shipmyagent/ship/adapters"
@@ -137,4 +143,56 @@ func TestPollingStopsAndResumesWithTheGate(t *testing.T) {
 		t.Errorf("connect called %d times, want 2", calls)
 	}
 	adaptertest.WaitFor(t, "the adapter running again", func() bool { return e.adapter.Status().State == "running" })
+}
+
+// memPoints is the replicas' shared resume points; in ship it is the
+// ship_offsets KV bucket (runtime/cluster ResumePoints).
+type memPoints struct {
+	mu     sync.Mutex
+	values map[string][]byte
+}
+
+func (m *memPoints) Load(_ context.Context, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.values[key], nil
+}
+
+func (m *memPoints) Save(_ context.Context, key string, value []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.values[key] = value
+	return nil
+}
+
+func (m *memPoints) get(key string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return string(m.values[key])
+}
+
+// The poll resumes from the offset the last holder saved in the shared
+// resume points (a decimal under "telegram", the layout replicas of every
+// version agree on), not from the project's cache: an update that holder
+// already took is not answered twice.
+func TestPollingResumesFromTheSharedOffset(t *testing.T) {
+	e := newEnv(t, setup{noStart: true})
+	taken := e.tg.Push(e.tg.PrivateText(42, "ann", "answered by the last holder"))
+	points := &memPoints{values: map[string][]byte{"telegram": []byte(strconv.FormatInt(taken+1, 10))}}
+	var resumer adapters.Resumer = e.adapter // what cmd/ship finds by type assertion
+	resumer.KeepResumePointsIn(points)
+	e.start()
+
+	next := e.tg.Push(e.tg.PrivateText(42, "ann", "after the takeover"))
+	if s := e.waitSent(1)[0]; s.Text != "echo: after the takeover" {
+		t.Fatalf("the new holder sent %+v first: it did not resume from the shared offset", s)
+	}
+	adaptertest.WaitFor(t, "the offset saved", func() bool { return points.get("telegram") == strconv.FormatInt(next+1, 10) })
+	e.idle()
+	if n := len(e.tg.Sent()); n != 1 {
+		t.Errorf("%d messages sent, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".ship", ".cache", "telegram", "offset.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("offset.json in the cache: %v; want the offset kept only in the shared points", err)
+	}
 }

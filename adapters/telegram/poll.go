@@ -121,16 +121,18 @@ func (a *Adapter) handleBatch(ctx context.Context, raw json.RawMessage, offset i
 	return offset, nil
 }
 
-// OffsetStore keeps the update offset somewhere other than CacheDir: in
-// cluster mode the replicas share it, so the one that takes the long poll
-// over resumes where the last one stopped.
-type OffsetStore interface {
-	LoadOffset(ctx context.Context) (int64, error)
-	SaveOffset(ctx context.Context, offset int64) error
-}
+// offsetKey is the resume point the update offset is kept under when the
+// processes share it (cluster mode): a decimal number, as ship has always
+// stored it there, so replicas of different versions agree.
+const offsetKey = "telegram"
 
-// KeepOffsetIn makes the adapter keep its offset in s; call it before Run.
-func (a *Adapter) KeepOffsetIn(s OffsetStore) { a.offsets = s }
+// KeepResumePointsIn makes the adapter keep its update offset in p instead
+// of CacheDir (adapters.Resumer): in cluster mode the replicas share it, so
+// the one that takes the long poll over resumes where the last one stopped.
+// Call it before Run.
+func (a *Adapter) KeepResumePointsIn(p adapters.ResumePoints) { a.resume = p }
+
+var _ adapters.Resumer = (*Adapter)(nil)
 
 type offsetFile struct {
 	Offset int64 `json:"offset"`
@@ -139,8 +141,8 @@ type offsetFile struct {
 func (a *Adapter) offsetPath() string { return filepath.Join(a.opts.CacheDir, "offset.json") }
 
 func (a *Adapter) loadOffset(ctx context.Context) (int64, error) {
-	if a.offsets != nil {
-		return a.offsets.LoadOffset(ctx)
+	if a.resume != nil {
+		return a.loadSharedOffset(ctx)
 	}
 	if a.opts.CacheDir == "" {
 		return 0, nil
@@ -159,11 +161,25 @@ func (a *Adapter) loadOffset(ctx context.Context) (int64, error) {
 	return f.Offset, nil
 }
 
+// loadSharedOffset reads the offset the last holder of the poll saved (0
+// when none).
+func (a *Adapter) loadSharedOffset(ctx context.Context) (int64, error) {
+	b, err := a.resume.Load(ctx, offsetKey)
+	if err != nil || b == nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("reading the shared telegram offset: %w", err)
+	}
+	return v, nil
+}
+
 // saveOffset replaces the offset file atomically (renameio: write, fsync,
 // rename), so a crash leaves the old offset or the new one, never a torn one.
 func (a *Adapter) saveOffset(ctx context.Context, offset int64) error {
-	if a.offsets != nil {
-		return a.offsets.SaveOffset(ctx, offset)
+	if a.resume != nil {
+		return a.resume.Save(ctx, offsetKey, []byte(strconv.FormatInt(offset, 10)))
 	}
 	if a.opts.CacheDir == "" {
 		return nil

@@ -75,8 +75,8 @@ type Adapter struct {
 	log    zerolog.Logger
 	status adapters.StatusBox
 	sender *sender
-	// offsets, when set, keeps the update offset instead of CacheDir.
-	offsets OffsetStore
+	// resume, when set, keeps the update offset instead of CacheDir.
+	resume adapters.ResumePoints
 	// gate, when set, decides when this process long-polls (cluster mode).
 	gate adapters.Gate
 	// workers owns the goroutines besides Run (notes, busy timers); intake

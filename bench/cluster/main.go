@@ -6,8 +6,7 @@
 // time per call. It sends chats × messages through POST /api/send spread
 // round-robin over the replicas, counts the task_completed events on the
 // replicas' SSE streams, and prints a Markdown table of turns/s and turn
-// latency. It builds ship with -tags cluster (the default binary
-// leaves the embedded NATS server out), also for the single-process row.
+// latency. Every row runs the one binary `go build ./cmd/ship` makes.
 //
 //	go run ./bench/cluster [-bin ./ship] [-chats 200] [-messages 3] [-delay 200ms] [-calls 2]
 //
@@ -61,7 +60,7 @@ func (s setup) name() string {
 func main() {
 	o := options{}
 	var setups string
-	flag.StringVar(&o.bin, "bin", "", "ship binary to run, built with -tags cluster (default: build ./cmd/ship so, into a temp folder; run from the module)")
+	flag.StringVar(&o.bin, "bin", "", "ship binary to run (default: build ./cmd/ship into a temp folder; run from the module)")
 	flag.IntVar(&o.chats, "chats", 200, "chats per setup")
 	flag.IntVar(&o.messages, "messages", 3, "messages per chat")
 	flag.DurationVar(&o.delay, "delay", 200*time.Millisecond, "how long the fake model takes per call")
@@ -117,9 +116,7 @@ func run(ctx context.Context, o options) error {
 
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "cluster: building ship ...")
-		// The replicas run embedded NATS servers, which the default
-		// binary leaves out.
-		if o.bin, err = shipproc.Build(ctx, tmp, shipproc.ClusterTag); err != nil {
+		if o.bin, err = shipproc.Build(ctx, tmp); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,7 @@
-//go:build cluster
-
-// Cluster mode is compiled in only with -tags cluster: linking NATS (the
-// embedded server above all) costs every ship process 0.5-3.5 MiB of idle
-// RSS, also when it runs alone, so the default binary leaves it out
-// (cluster_off.go).
+// Cluster mode is always compiled in: a ship without a cluster section in
+// ship.json gets a nil *replica, which starts nothing (no NATS connection,
+// no embedded server, no goroutine, no listener), so the one binary serves
+// both a process on its own and a replica of a group.
 
 package main
 
@@ -17,8 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters"
-	"github.com/shipmyagent/ship/adapters/qq"
-	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/cluster"
 	"github.com/shipmyagent/ship/runtime/cluster/chatlog"
@@ -127,17 +123,15 @@ func (r *replica) gate() adapters.Gate {
 	return r.hold
 }
 
-// prepare points the platforms' resume state at the cluster.
+// prepare points the platforms that resume their connection from saved
+// state (adapters.Resumer) at the replicas' shared resume points.
 func (r *replica) prepare(list []adapters.Adapter) {
 	if r == nil {
 		return
 	}
 	for _, a := range list {
-		switch a := a.(type) {
-		case *telegram.Adapter:
-			a.KeepOffsetIn(r.node.Offsets("telegram"))
-		case *qq.Adapter:
-			a.KeepSessionIn(r.node.Sessions("qq"))
+		if a, ok := a.(adapters.Resumer); ok {
+			a.KeepResumePointsIn(r.node.ResumePoints())
 		}
 	}
 }

@@ -23,13 +23,6 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 	"github.com/shipmyagent/ship/internal/logbuf"
-
-	// The e2e tests run a ship built with -tags cluster; importing what
-	// only that build links makes go test's cache see changes to it
-	// (changes to cmd/ship's own tagged files it still does not see:
-	// use -count=1 after editing them).
-	_ "github.com/shipmyagent/ship/runtime/cluster"
-	_ "github.com/shipmyagent/ship/runtime/cluster/chatlog"
 )
 
 // hangGuard bounds every wait of the end-to-end tests. It is never a timing
@@ -59,17 +52,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildShip builds the package in the working folder (cmd/ship) into dir,
-// with cluster mode (-tags cluster) so that the cluster tests can run
-// replicas and ship export; what the default binary does instead is
-// tested in cluster_off_test.go.
+// buildShip builds the package in the working folder (cmd/ship) into dir
+// as a user does (`go build`, no tags): the binary the tests run is the one
+// users get, cluster mode and `ship export` included.
 func buildShip(dir string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "ship")
-	args := []string{"build", "-tags", "cluster", "-o", bin}
+	args := []string{"build", "-o", bin}
 	if info, ok := debug.ReadBuildInfo(); ok && slices.Contains(info.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
 		args = append(args, "-race")
 	}

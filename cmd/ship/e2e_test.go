@@ -27,6 +27,15 @@ func TestE2EHealthAndVersion(t *testing.T) {
 	if r := p.do(t, "GET", "/health", ""); r.status != http.StatusOK {
 		t.Errorf("GET /health: status %d, body %s", r.status, r.body)
 	}
+	// Cluster mode links nats-server, which links net/http/pprof and
+	// expvar: they register /debug/pprof/ and /debug/vars on Go's default
+	// mux. ship serves its own, so a profile of the process (its memory,
+	// its command line) is never one request away.
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/vars"} {
+		if r := p.do(t, "GET", path, ""); r.status != http.StatusNotFound {
+			t.Errorf("GET %s: status %d, want 404", path, r.status)
+		}
+	}
 	out, errOut, code := runShip(t, baseEnv(), "version")
 	if code != 0 {
 		t.Fatalf("ship version: exit %d, stderr %q", code, errOut)

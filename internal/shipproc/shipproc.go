@@ -183,19 +183,11 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ClusterTag is the build tag that compiles cluster mode (NATS JetStream)
-// into ship; the default binary leaves it out.
-const ClusterTag = "cluster"
-
-// Build builds ./cmd/ship into dir with the given build tags (none: the
-// default binary, as a user builds it) and returns the binary's path.
-func Build(ctx context.Context, dir string, tags ...string) (string, error) {
+// Build builds ./cmd/ship into dir as a user does (`go build`, no tags)
+// and returns the binary's path.
+func Build(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "ship")
-	args := []string{"build", "-o", bin}
-	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
-	}
-	out, err := exec.CommandContext(ctx, "go", append(args, "github.com/shipmyagent/ship/cmd/ship")...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/shipmyagent/ship/cmd/ship").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building ship (run from the module, or pass -bin): %w\n%s", err, out)
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // Embedded is the in-process NATS server of one replica
-// (cluster.nats.embedded). Linking nats-server costs a process about 3 MiB
-// of idle RSS whether it runs or not, which is why ship compiles cluster
-// mode only with -tags cluster (BENCHMARKS.md).
+// (cluster.nats.embedded). Nothing of it starts unless a replica asks for
+// one; linking nats-server still costs every ship about 3 MiB of idle RSS
+// (BENCHMARKS.md "One binary").
 type Embedded struct {
 	Listen   string   // client address ("" → no client port)
 	Cluster  string   // route address ("" → not routed)

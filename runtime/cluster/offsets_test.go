@@ -12,22 +12,19 @@ func TestResumePointsAreSharedBetweenReplicas(t *testing.T) {
 	b := startNode(t, "b", a)
 	ctx := context.Background()
 
-	if off, err := b.Offsets("telegram").LoadOffset(ctx); err != nil || off != 0 {
-		t.Fatalf("offset before any save = %d, %v; want 0", off, err)
+	if v, err := b.ResumePoints().Load(ctx, "telegram"); err != nil || v != nil {
+		t.Fatalf("resume point before any save = %q, %v; want none", v, err)
 	}
-	if id, seq, err := b.Sessions("qq").LoadSession(ctx); err != nil || id != "" || seq != 0 {
-		t.Fatalf("session before any save = %q %d, %v; want none", id, seq, err)
-	}
-	if err := a.Offsets("telegram").SaveOffset(ctx, 4242); err != nil {
+	if err := a.ResumePoints().Save(ctx, "telegram", []byte("4242")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Sessions("qq").SaveSession(ctx, "session-7", 31); err != nil {
+	if err := a.ResumePoints().Save(ctx, "qq.session", []byte(`{"id":"session-7","seq":31}`)); err != nil {
 		t.Fatal(err)
 	}
-	if off, err := b.Offsets("telegram").LoadOffset(ctx); err != nil || off != 4242 {
-		t.Errorf("offset = %d, %v; want 4242", off, err)
+	if v, err := b.ResumePoints().Load(ctx, "telegram"); err != nil || string(v) != "4242" {
+		t.Errorf("telegram = %q, %v; want 4242", v, err)
 	}
-	if id, seq, err := b.Sessions("qq").LoadSession(ctx); err != nil || id != "session-7" || seq != 31 {
-		t.Errorf("session = %q %d, %v; want session-7 31", id, seq, err)
+	if v, err := b.ResumePoints().Load(ctx, "qq.session"); err != nil || string(v) != `{"id":"session-7","seq":31}` {
+		t.Errorf("qq.session = %q, %v; want the saved session", v, err)
 	}
 }
