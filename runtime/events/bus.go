@@ -21,7 +21,7 @@ type Bus struct {
 	// every publish copied the whole window: a third of a turn's CPU.)
 	ring []Event
 	head int
-	subs   map[*Subscription]struct{}
+	subs map[*Subscription]struct{}
 }
 
 // Subscription receives the events its filter accepts on C.
