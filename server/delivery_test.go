@@ -75,7 +75,7 @@ func TestConsoleChatPageMarksAReplyThatWasNotDelivered(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/chats/api:chat:blocked")); err != nil {
 		t.Fatalf("opening the chat page: %v", err)
 	}
-	waitFor(t, "the chat page's live updates", func() bool { return e.engine.Events().Subscribers() == 1 })
+	waitFor(t, "the chat page's live updates", func() bool { return e.engine.Subscribers() == 1 })
 	if res := e.execute(map[string]string{"instructions": "hello", "chatId": "blocked"}).result(t); res.Success {
 		t.Error("success true for a reply nobody got")
 	}
