@@ -1,7 +1,8 @@
 // Package server is ship's HTTP API: liveness, status and
 // POST /api/execute, which runs a turn in the "api" channel through the same
 // global queue as every platform and answers with the run's result and the
-// replies the agent sent.
+// replies the agent sent. It is a channel like the platforms: it acts on the
+// core only through engine.Door and reads it only through engine.View.
 package server
 
 import (
@@ -130,7 +131,7 @@ type Server struct {
 }
 
 // New builds the server and registers its dispatcher for the api channel
-// (chat.ChannelAPI) with the engine, so chat_send and the
+// (chat.ChannelAPI) through the door, so chat_send and the
 // final-output fallback of api runs reach the waiting HTTP request.
 func New(opts Options) (*Server, error) {
 	if opts.Door == nil || opts.View == nil {
