@@ -74,7 +74,7 @@ func apiRequests(t *testing.T, e *env) []accessLine {
 func TestBrowserPagesOnOtherOriginsCannotDriveTheAPI(t *testing.T) {
 	ctx := browser.ForTest(t)
 	e := tasksEnv(t)
-	sub, _ := e.engine.Events().Subscribe(nil, 0, 1024)
+	sub, _ := e.engine.Subscribe(nil, 0, 1024)
 	defer sub.Close()
 
 	page := fmt.Sprintf(attackPage, html.EscapeString(e.srv.URL), jsString(e.srv.URL))

@@ -70,12 +70,15 @@ func TestConsoleChatPageMarksAReplyThatWasNotDelivered(t *testing.T) {
 	ctx := browser.ForTest(t)
 	e := newEnv(t, setup{opts: withConsole})
 	refuseReplies(e)
+	// The console counts finished turns on a subscription of its own;
+	// the page's stream is the one after it.
+	waitFor(t, "the console's turn counter", func() bool { return e.engine.Subscribers() == 1 })
 	// The chat page is open while the run happens: it must show the
 	// failure when the run ends, as a user watching it would see it.
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/chats/api:chat:blocked")); err != nil {
 		t.Fatalf("opening the chat page: %v", err)
 	}
-	waitFor(t, "the chat page's live updates", func() bool { return e.engine.Events().Subscribers() == 1 })
+	waitFor(t, "the chat page's live updates", func() bool { return e.engine.Subscribers() == 2 })
 	if res := e.execute(map[string]string{"instructions": "hello", "chatId": "blocked"}).result(t); res.Success {
 		t.Error("success true for a reply nobody got")
 	}

@@ -316,7 +316,7 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /api/sse HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-	waitFor(t, "the stuck subscriber to be connected", func() bool { return e.engine.Events().Subscribers() == 1 })
+	waitFor(t, "the stuck subscriber to be connected", func() bool { return e.engine.Subscribers() == 1 })
 
 	// The stuck subscriber starts reading once the bus has cut it off, so
 	// it finds the error event: ship gives up a frame that a client does
@@ -324,7 +324,7 @@ func TestSlowSubscriberIsCutOffWithoutSlowingOthers(t *testing.T) {
 	// than that on a loaded machine.
 	lastFrame := make(chan string, 1)
 	go func() {
-		for e.engine.Events().Subscribers() != 0 {
+		for e.engine.Subscribers() != 0 {
 			select {
 			case <-time.After(time.Millisecond):
 			case <-t.Context().Done():

@@ -11,12 +11,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
-	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/turn"
 )
 
@@ -40,12 +38,12 @@ type runResult struct {
 }
 
 type executeResponse struct {
-	Success   bool                   `json:"success"`
-	Output    string                 `json:"output"`
-	ToolCalls []agent.ToolCallRecord `json:"toolCalls"`
-	Replies   []string               `json:"replies"`
-	ChatKey   string                 `json:"chatKey"`
-	MessageID string                 `json:"messageId"`
+	Success   bool            `json:"success"`
+	Output    string          `json:"output"`
+	ToolCalls []turn.ToolCall `json:"toolCalls"`
+	Replies   []string        `json:"replies"`
+	ChatKey   string          `json:"chatKey"`
+	MessageID string          `json:"messageId"`
 }
 
 // handleExecute runs one turn in the api channel through the global queue
@@ -85,11 +83,11 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	var sub *events.Subscription
 	if wantsStream(r) {
 		// Subscribed before the run is queued, so no event is missed.
-		sub, _ = s.opts.Engine.Events().Subscribe(func(e events.Event) bool { return e.TaskID == taskID }, 0, s.opts.SSEBuffer)
+		sub, _ = s.opts.Door.Subscribe(func(e events.Event) bool { return e.TaskID == taskID }, 0, s.opts.SSEBuffer)
 		defer sub.Close()
 	}
 	who := callerIdentity(ctx)
-	_, err := s.opts.Engine.Ingress().Submit(ctx, ingress.Submission{
+	_, err := s.opts.Door.Submit(ctx, ingress.Submission{
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
@@ -142,7 +140,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if errors.Is(res.outcome.Err, queue.ErrQueueStopped) {
+	if ingress.IsStopped(res.outcome.Err) {
 		// Shutdown came before this message's turn: it is in the chat log
 		// but was not run, and the client should retry.
 		s.writeAcceptError(w, r, res.outcome.Err)
@@ -151,7 +149,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	out := res.outcome.Result
 	toolCalls := out.ToolCalls
 	if toolCalls == nil {
-		toolCalls = []agent.ToolCallRecord{}
+		toolCalls = []turn.ToolCall{}
 	}
 	replies := res.replies
 	if len(replies) == 0 && out.Delivered {
@@ -182,7 +180,7 @@ func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err er
 		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
 		writeError(w, r, http.StatusTooManyRequests, codeRateLimited, fmt.Sprintf(
 			"too many messages from this sender in this chat; try again in %d s (nothing was recorded)", max(secs, 1)))
-	case errors.Is(err, queue.ErrQueueStopped):
+	case ingress.IsStopped(err):
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		writeError(w, r, http.StatusServiceUnavailable, codeShuttingDown,
 			"the server is shutting down; try again shortly")
@@ -198,7 +196,7 @@ func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err er
 
 // repliesFromLog reads the replies to messageID from the chat's log.
 func (s *Server) repliesFromLog(ctx context.Context, chatKey, messageID string) []string {
-	recent, err := s.opts.Engine.Store().Recent(ctx, chatKey, 100)
+	recent, err := s.opts.View.Recent(ctx, chatKey, 100)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading a run's replies from the chat log")
 		return nil

@@ -48,8 +48,10 @@ type setup struct {
 	dir       string // reuse a project folder (restart); "" → new
 	stream    bool   // the model streams (content arrives in pieces)
 	opts      func(*server.Options)
-	policy    *policy.Policy // the tool policy; nil: none
-	exec      bool           // offer exec_shell (the policy still decides who gets it)
+	// tasks builds the scheduler the server lists, on the engine.
+	tasks  func(*engine.Engine) server.TaskService
+	policy *policy.Policy // the tool policy; nil: none
+	exec   bool           // offer exec_shell (the policy still decides who gets it)
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -126,13 +128,17 @@ func newEnv(t *testing.T, o setup) *env {
 	t.Cleanup(func() { _, _ = eng.Close(context.Background()) })
 
 	opts := server.Options{
-		Engine:   eng,
+		Door:     eng,
+		View:     eng,
 		Token:    o.token,
 		Version:  "1.2.3-test",
 		Started:  time.Now(),
 		Model:    "openai/m",
 		Adapters: o.adapters,
 		Logger:   zerolog.New(logs),
+	}
+	if o.tasks != nil {
+		opts.Tasks = o.tasks(eng)
 	}
 	if o.opts != nil {
 		o.opts(&opts)
@@ -268,7 +274,7 @@ func (r response) result(t *testing.T) executeResult {
 func (e *env) entries(chatKey string) []chat.ChatLogEntryV1 {
 	e.t.Helper()
 	var out []chat.ChatLogEntryV1
-	if err := e.engine.Store().Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
+	if err := e.engine.Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
 		out = append(out, en)
 		return true
 	}); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
-	"github.com/shipmyagent/ship/tools"
 )
 
 type chatSummary struct {
@@ -34,15 +33,15 @@ func (s *Server) handleChats(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
-	store := s.opts.Engine.Store()
-	keys, err := store.ChatKeys(r.Context())
+	view := s.opts.View
+	keys, err := view.ChatKeys(r.Context())
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
 	out := make([]chatSummary, 0, len(keys))
 	for _, k := range keys {
-		st, err := store.Stats(r.Context(), k)
+		st, err := view.ChatStats(r.Context(), k)
 		if err != nil {
 			s.internalError(w, r, err)
 			return
@@ -69,21 +68,21 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
-	store := s.opts.Engine.Store()
+	view := s.opts.View
 	var entries []chat.ChatLogEntryV1
 	var err error
 	if kw := r.URL.Query().Get("keyword"); kw != "" {
-		entries, err = store.Search(r.Context(), key, kw, limit)
+		entries, err = view.Search(r.Context(), key, kw, limit)
 		slices.Reverse(entries)
 	} else {
-		entries, err = store.Recent(r.Context(), key, limit)
+		entries, err = view.Recent(r.Context(), key, limit)
 	}
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
 	if len(entries) == 0 {
-		keys, err := store.ChatKeys(r.Context())
+		keys, err := view.ChatKeys(r.Context())
 		if err != nil {
 			s.internalError(w, r, err)
 			return
@@ -129,25 +128,16 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, codeInvalidInput, "user, chatKey or command is too long")
 		return
 	}
-	writeJSON(w, r, http.StatusOK, toolsAnswer{ToolsReport: s.opts.Engine.Tools(chatKey, user, command), Sandbox: s.sandbox()})
+	answer := toolsAnswer{ToolsReport: s.opts.View.Tools(chatKey, user, command)}
+	if sb, ok := s.opts.View.Sandbox(); ok {
+		answer.Sandbox = sb
+	}
+	writeJSON(w, r, http.StatusOK, answer)
 }
 
 // toolsAnswer is GET /api/tools: the report, and exec_shell's sandbox when
-// exec_shell is there.
+// exec_shell is there (tools.SandboxStatus; left out when nil).
 type toolsAnswer struct {
 	engine.ToolsReport
-	Sandbox *tools.SandboxStatus `json:"sandbox,omitempty"`
-}
-
-// sandboxed is a tool that runs commands in a sandbox (exec_shell).
-type sandboxed interface{ SandboxStatus() tools.SandboxStatus }
-
-func (s *Server) sandbox() *tools.SandboxStatus {
-	for _, t := range s.opts.Engine.Runtime().Tools() {
-		if sb, ok := t.(sandboxed); ok {
-			st := sb.SandboxStatus()
-			return &st
-		}
-	}
-	return nil
+	Sandbox any `json:"sandbox,omitempty"`
 }

@@ -23,7 +23,7 @@ type ModelInfo struct {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	cat := s.opts.Engine.Models()
+	cat := s.opts.View.Models()
 	list := cat.List()
 	out := make([]ModelInfo, 0, len(list))
 	for _, m := range list {
@@ -54,7 +54,7 @@ func (s *Server) checkLLMConfig(c *llmConfig) (llm.Override, *inputError) {
 	case c.Model == "" && c.Provider != "":
 		return o, invalid("llmConfig.model is required with llmConfig.provider (a model name from GET /api/models, or the provider's model id)")
 	case c.Model != "":
-		m, err := s.opts.Engine.Models().Find(c.Provider, c.Model)
+		m, err := s.opts.View.Models().Find(c.Provider, c.Model)
 		if err != nil {
 			return o, invalid("llmConfig.model: %s (GET /api/models lists them)", err)
 		}

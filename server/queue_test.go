@@ -43,7 +43,7 @@ func TestQueueFullAndStatus(t *testing.T) {
 	g.waitEntered(t)
 	waiting := e.asyncExecute(ctx, `{"instructions":"two","chatId":"b"}`)
 	waitFor(t, "the second turn to wait in the queue", func() bool {
-		return e.engine.Queue().Stats().Waiting == 1
+		return e.engine.QueueStats().Waiting == 1
 	})
 
 	m := e.get("/api/status").json(t)

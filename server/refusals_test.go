@@ -30,7 +30,7 @@ func TestABurstOverTheLimitIsRefusedWith429OnSendAndExecute(t *testing.T) {
 	for _, door := range []string{"/api/send", "/api/execute"} {
 		t.Run(strings.TrimPrefix(door, "/api/"), func(t *testing.T) {
 			e := newEnv(t, setup{handler: fakeopenai.EchoChatSend, userLimit: frozenLimit()})
-			sub, _ := e.engine.Events().Subscribe(func(ev events.Event) bool { return ev.Type == events.TypeError }, 0, 64)
+			sub, _ := e.engine.Subscribe(func(ev events.Event) bool { return ev.Type == events.TypeError }, 0, 64)
 			defer sub.Close()
 			var ok, limited []string
 			for i := range 15 {
@@ -103,7 +103,7 @@ func TestAFullQueueRefusesSendWith503AndKeepsTheIDFree(t *testing.T) {
 	g := newGate()
 	e := newEnv(t, setup{handler: g.handler, capacity: 1})
 	t.Cleanup(g.open)
-	sub, _ := e.engine.Events().Subscribe(func(ev events.Event) bool { return ev.Type == events.TypeError }, 0, 16)
+	sub, _ := e.engine.Subscribe(func(ev events.Event) bool { return ev.Type == events.TypeError }, 0, 16)
 	defer sub.Close()
 	json := map[string]string{"Content-Type": "application/json"}
 
@@ -129,7 +129,7 @@ func TestAFullQueueRefusesSendWith503AndKeepsTheIDFree(t *testing.T) {
 	}
 	g.open()
 	await(t, running)
-	waitFor(t, "the queue to empty", func() bool { st := e.engine.Queue().Stats(); return st.Waiting+st.Running == 0 })
+	waitFor(t, "the queue to empty", func() bool { st := e.engine.QueueStats(); return st.Waiting+st.Running == 0 })
 	if r := e.request(http.MethodPost, "/api/send", []byte(`{"userMessageId":"x1","message":"three","chatId":"c"}`), json); r.status != http.StatusOK || !strings.Contains(string(r.body), `"ok"`) {
 		t.Errorf("the retry of the refused id: %d %s, want ok", r.status, r.body)
 	}

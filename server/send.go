@@ -53,7 +53,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	// Kept with the message, so that a repeated send can name the run the
 	// first one started (duplicateTaskID).
 	meta[metaTaskID] = taskID
-	_, err := s.opts.Engine.Ingress().Submit(r.Context(), ingress.Submission{
+	_, err := s.opts.Door.Submit(r.Context(), ingress.Submission{
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
@@ -98,7 +98,7 @@ const sendLookBack = 200
 // chatKey was given, or "" when the log no longer shows it (or it came
 // from before sends kept one).
 func (s *Server) duplicateTaskID(ctx context.Context, chatKey, messageID string) string {
-	recent, err := s.opts.Engine.Store().Recent(ctx, chatKey, sendLookBack)
+	recent, err := s.opts.View.Recent(ctx, chatKey, sendLookBack)
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("reading the chat log for a repeated send's run")
 		return ""

@@ -1,7 +1,8 @@
 // Package server is ship's HTTP API: liveness, status and
 // POST /api/execute, which runs a turn in the "api" channel through the same
 // global queue as every platform and answers with the run's result and the
-// replies the agent sent.
+// replies the agent sent. It is a channel like the platforms: it acts on the
+// core only through engine.Door and reads it only through engine.View.
 package server
 
 import (
@@ -38,8 +39,12 @@ type MCPStatus = mcp.ServerStatus
 
 // Options configure a Server.
 type Options struct {
-	// Engine is the core (Store, Registry, Queue, Ingress, Runtime); required.
-	Engine *engine.Engine
+	// Door is how the API acts on the core: the front door, run events,
+	// the api channel's dispatcher, approvals; required (the Engine).
+	Door engine.Door
+	// View is what the API reads of the core: queue, chat logs, tools,
+	// approvals, models; required (the Engine).
+	View engine.View
 	// Token is the bearer token every /api route requires; its holder acts
 	// as chat.APIToken in the tool policy. With neither it nor Tokens set,
 	// auth is off and every caller is chat.APIAnonymous.
@@ -126,12 +131,11 @@ type Server struct {
 }
 
 // New builds the server and registers its dispatcher for the api channel
-// (chat.ChannelAPI) with the engine, so chat_send and the
+// (chat.ChannelAPI) through the door, so chat_send and the
 // final-output fallback of api runs reach the waiting HTTP request.
 func New(opts Options) (*Server, error) {
-	e := opts.Engine
-	if e == nil {
-		return nil, errors.New("server: Options.Engine is required (see engine.New)")
+	if opts.Door == nil || opts.View == nil {
+		return nil, errors.New("server: Options.Door and Options.View are required (the engine: see engine.New)")
 	}
 	if opts.MaxBodyBytes < 0 || opts.MaxInstructionChars < 0 {
 		return nil, errors.New("server: MaxBodyBytes and MaxInstructionChars must not be negative")
@@ -183,7 +187,7 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("POST /api/tasks/{name}/run", s.handleRunTask)
 	if opts.Console {
 		c, err := console.New(console.Options{
-			Engine: e, Token: opts.Token, Version: opts.Version, Started: opts.Started,
+			Door: opts.Door, View: opts.View, Token: opts.Token, Version: opts.Version, Started: opts.Started,
 			Adapters: opts.Adapters, MCP: opts.MCP, Tasks: opts.Tasks, Events: s.serveEvents,
 			Role: opts.ConsoleRole, ProjectDir: opts.ProjectDir, Redact: opts.Redact,
 			MaxMessageChars: opts.MaxInstructionChars, Throttle: s.throttle, Logger: opts.Logger,
@@ -208,7 +212,7 @@ func New(opts Options) (*Server, error) {
 	// withBrowserGuard for why there).
 	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withBrowserGuard(s.withAuth(withJSONFallbacks(mux))))))
 
-	e.Register(chat.ChannelAPI, dispatch.DispatcherFunc(s.sendText))
+	opts.Door.Register(chat.ChannelAPI, dispatch.DispatcherFunc(s.sendText))
 	return s, nil
 }
 
@@ -252,7 +256,7 @@ type queueStatus struct {
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	st := s.opts.Engine.Queue().Stats()
+	st := s.opts.View.QueueStats()
 	keys := st.RunningChatKeys
 	if keys == nil {
 		keys = []string{}

@@ -171,7 +171,7 @@ func TestExecuteRejectsBadInput(t *testing.T) {
 	if n := e.fake.RequestCount(); n != 0 {
 		t.Errorf("rejected requests reached the model %d times", n)
 	}
-	keys, err := e.engine.Store().ChatKeys(context.Background())
+	keys, err := e.engine.ChatKeys(context.Background())
 	if err != nil || len(keys) != 0 {
 		t.Errorf("rejected requests changed the ChatStore: %v %v", keys, err)
 	}

@@ -69,7 +69,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key string)
 		filter = func(e events.Event) bool { return e.ChatKey == key || e.TaskID == key }
 	}
 	after := lastEventID(r)
-	sub, complete := s.opts.Engine.Events().Subscribe(filter, after, s.opts.SSEBuffer)
+	sub, complete := s.opts.Door.Subscribe(filter, after, s.opts.SSEBuffer)
 	defer sub.Close()
 	s.stream(w, r, sub, func(events.Event) bool { return false }, func(rc *http.ResponseController) {
 		if after > 0 && !complete {

@@ -134,7 +134,7 @@ func TestEventStreamsAreCappedPerClientAndInAll(t *testing.T) {
 	for _, h := range []*heldStream{a2, a3, b1} {
 		h.wait(t)
 	}
-	if n := e.engine.Events().Subscribers(); n != 0 {
+	if n := e.engine.Subscribers(); n != 0 {
 		t.Errorf("%d subscriptions left after every stream ended", n)
 	}
 }

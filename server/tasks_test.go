@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/tasks"
 	"github.com/shipmyagent/ship/server"
 )
@@ -30,12 +31,12 @@ func tasksEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return newEnv(t, setup{dir: dir, opts: func(o *server.Options) {
-		s, err := tasks.New(tasks.Options{Dir: folder, Submitter: o.Engine.Ingress(), History: o.Engine.Store(), Dispatchers: o.Engine.Dispatchers()})
+	return newEnv(t, setup{dir: dir, tasks: func(eng *engine.Engine) server.TaskService {
+		s, err := tasks.New(tasks.Options{Dir: folder, Submitter: eng, History: eng, Dispatchers: eng})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.Tasks = s
+		return s
 	}})
 }
 

@@ -144,6 +144,10 @@ func sandboxDir(dir string) string {
 // check (Checked is false until then).
 func (t *ExecShell) SandboxStatus() SandboxStatus { return t.sandbox.current() }
 
+// SandboxState is SandboxStatus for the core (engine.Sandboxed), which
+// shows it in GET /api/tools without knowing its type.
+func (t *ExecShell) SandboxState() any { return t.SandboxStatus() }
+
 // CheckSandbox checks, once, that the sandbox works, logs the outcome and
 // returns it. The first command does it if nothing did before; ship start
 // does it in the background so that the answer is in the log early.

@@ -112,7 +112,7 @@ func (se *skillEngine) ask(t *testing.T, chatID, text string) (reply, execOutcom
 	t.Helper()
 	chatKey := "telegram:chat:" + chatID
 	done := make(chan ingress.Outcome, 1)
-	if _, err := se.eng.Ingress().Submit(context.Background(), ingress.Submission{
+	if _, err := se.eng.Submit(context.Background(), ingress.Submission{
 		Channel: "telegram", ChatKey: chatKey,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: "m1", UserID: "u1", ChatType: "private"},
 		OnDone:  func(o ingress.Outcome) { done <- o },
@@ -127,7 +127,7 @@ func (se *skillEngine) ask(t *testing.T, chatID, text string) (reply, execOutcom
 	case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
 		t.Fatalf("no outcome for %q", text)
 	}
-	err := se.eng.Store().Scan(context.Background(), chatKey, func(e chat.ChatLogEntryV1) bool {
+	err := se.eng.Scan(context.Background(), chatKey, func(e chat.ChatLogEntryV1) bool {
 		if e.Role == chat.RoleTool && e.Meta["tool"] == tools.ExecShellName {
 			execOutcome, _ = e.Meta["outcome"].(string)
 		}

@@ -136,11 +136,11 @@ func (h *hookTarget) post(body []byte, ts, nonce, sig string) (a answer) {
 // untouched fails unless nothing was logged, queued, sent or remembered.
 func (h *hookTarget) untouched(t *testing.T, what string) {
 	t.Helper()
-	keys, err := h.engine.Store().ChatKeys(context.Background())
+	keys, err := h.engine.ChatKeys(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := h.engine.Queue().Stats()
+	st := h.engine.QueueStats()
 	if len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.lk.Sent()) != 0 {
 		t.Fatalf("%s changed something: chats %v, queue %+v, %d sent", what, keys, st, len(h.lk.Sent()))
 	}
@@ -332,7 +332,7 @@ func TestWebhookRefusesHostileBodies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHookTarget(t)
 			a := h.post(c.call.body, c.call.ts, c.call.nonce, c.call.sig)
-			keys, err := h.engine.Store().ChatKeys(context.Background())
+			keys, err := h.engine.ChatKeys(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,7 +53,7 @@ func paragraphs(n, size int) string {
 
 // subscribe follows the run events of chatKey from now on.
 func (e *env) subscribe(chatKey string) *events.Subscription {
-	sub, _ := e.engine.Events().Subscribe(func(ev events.Event) bool { return ev.ChatKey == chatKey }, 0, 1024)
+	sub, _ := e.engine.Subscribe(func(ev events.Event) bool { return ev.ChatKey == chatKey }, 0, 1024)
 	e.t.Cleanup(sub.Close)
 	return sub
 }

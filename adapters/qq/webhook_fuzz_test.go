@@ -135,11 +135,11 @@ func (h *hookTarget) post(body []byte, ts, sig string) (a answer) {
 // untouched fails unless nothing was logged, queued or sent.
 func (h *hookTarget) untouched(t *testing.T, what string) {
 	t.Helper()
-	keys, err := h.engine.Store().ChatKeys(context.Background())
+	keys, err := h.engine.ChatKeys(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := h.engine.Queue().Stats(); len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.qq.Sent()) != 0 {
+	if st := h.engine.QueueStats(); len(keys) != 0 || st.Waiting+st.Running != 0 || len(h.qq.Sent()) != 0 {
 		t.Fatalf("%s changed something: chats %v, queue %+v, %d sent", what, keys, st, len(h.qq.Sent()))
 	}
 }
@@ -243,7 +243,7 @@ func TestWebhookRefusesHostileBodies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHookTarget(t)
 			a := h.post(c.call.body, c.call.ts, c.call.sig)
-			keys, err := h.engine.Store().ChatKeys(context.Background())
+			keys, err := h.engine.ChatKeys(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,7 @@ var blocked = faketelegram.Failure{ErrorCode: 403, Description: "Forbidden: bot 
 // that ends it (task_completed or error), while push starts it.
 func (e *env) runEvents(chatKey string, push func()) []events.Event {
 	e.t.Helper()
-	sub, _ := e.engine.Events().Subscribe(func(ev events.Event) bool { return ev.ChatKey == chatKey }, 0, 1024)
+	sub, _ := e.engine.Subscribe(func(ev events.Event) bool { return ev.ChatKey == chatKey }, 0, 1024)
 	defer sub.Close()
 	push()
 	ctx := e.ctx()

@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,15 +51,22 @@ func TestMessageAcceptedBeforeACrashIsAnsweredOnce(t *testing.T) {
 	e := newEnv(t, setup{dir: dir, noStart: true})
 	lost := e.tg.PrivateText(60, "ann", "accepted, then the power went out")
 	m := lost["message"].(map[string]any)
+	e.shutdown()
 	// What a crash right after accepting leaves: the message in the log,
 	// no reply, and the offset not confirmed.
-	if _, err := e.engine.Store().Append(context.Background(), chat.ChatLogEntryV1{
+	store, err := chat.OpenStore(chat.StoreOptions{Dir: filepath.Join(dir, ".ship", "chats"), Durability: chat.DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(context.Background(), chat.ChatLogEntryV1{
 		Channel: "telegram", ChatID: "60", ChatKey: "telegram:chat:60", UserID: "60",
 		MessageID: "1", Role: chat.RoleUser, Text: m["text"].(string),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.shutdown()
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
 	e2 := newEnv(t, setup{dir: dir, tg: e.tg})
 	e.tg.Push(lost)
 	e.tg.Push(lost) // and once more for good measure

@@ -2,7 +2,7 @@
 // item 4): it builds the real core (adapters.Engine: ChatStore, runtime with
 // its in-memory history LRU, global queue, ingress) in a temp folder with the
 // offline model, feeds N distinct chats × M messages through
-// Ingress.Submit, and prints a Markdown table for BENCHMARKS.md: resident
+// the engine's front door (Submit), and prints a Markdown table for BENCHMARKS.md: resident
 // memory, Go heap, chats in memory and open files after 1k, 10k, 50k and
 // 100k chats.
 //
@@ -223,7 +223,7 @@ func feedChat(ctx context.Context, eng *engine.Engine, id, messages int) error {
 	key := "telegram:chat:" + chatID
 	done := make(chan ingress.Outcome, 1)
 	for m := range messages {
-		_, err := eng.Ingress().Submit(ctx, ingress.Submission{
+		_, err := eng.Submit(ctx, ingress.Submission{
 			Channel: channel,
 			ChatKey: key,
 			Message: ingress.IncomingChatMessage{
@@ -267,7 +267,7 @@ func measure(eng *engine.Engine, chats, turns int, turnsPerS float64, elapsed ti
 	runtime.ReadMemStats(&ms)
 	return sample{
 		chats: chats, turns: turns, rss: rss, hwm: hwm, heapInuse: ms.HeapInuse,
-		inMemory: eng.Runtime().ChatsInMemory(), openFiles: fds, goroutines: runtime.NumGoroutine(),
+		inMemory: eng.ChatsInMemory(), openFiles: fds, goroutines: runtime.NumGoroutine(),
 		phaseTurnsPerS: turnsPerS, elapsed: elapsed,
 	}, nil
 }

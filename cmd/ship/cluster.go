@@ -20,6 +20,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/cluster/chatlog"
 	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/events"
 )
 
 // replica is what `ship start` adds in cluster mode: the connection to the
@@ -29,7 +30,10 @@ type replica struct {
 	node  *cluster.Node
 	queue *cluster.Queue
 	store chat.Log
-	log   zerolog.Logger
+	// events is the engine's event bus, which the replica relays to and
+	// from the others (engine.Options.Events).
+	events *events.Bus
+	log    zerolog.Logger
 
 	stopRelay func()
 	cancel    context.CancelFunc
@@ -67,16 +71,18 @@ func joinCluster(ctx context.Context, cfg config.Config, log zerolog.Logger) (*r
 		return nil, fmt.Errorf("joining the cluster: opening the chat log: %w", err)
 	}
 	q := node.NewQueue(cluster.QueueOptions{Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency})
-	return &replica{node: node, queue: q, store: store, log: log}, nil
+	return &replica{node: node, queue: q, store: store, events: events.NewBus(0), log: log}, nil
 }
 
 // engineOptions puts the engine in cluster mode: the shared chat log,
-// queue, dedupe and run state instead of the local files.
+// queue, dedupe and run state instead of the local files, and the event
+// bus the replica relays.
 func (r *replica) engineOptions(o engine.Options) engine.Options {
 	if r == nil {
 		return o
 	}
 	o.Store, o.Shared, o.Claims, o.Runs = r.store, r.queue, r.node.Claims(), r.queue
+	o.Events = r.events
 	o.JournalPath = ""
 	o.Queue.Capacity = r.queue.LocalCapacity()
 	return o
@@ -87,7 +93,7 @@ func (r *replica) start(eng *engine.Engine, concurrency int) error {
 	if r == nil {
 		return nil
 	}
-	stop, err := r.node.RelayEvents(eng.Events())
+	stop, err := r.node.RelayEvents(r.events)
 	if err != nil {
 		return err
 	}
@@ -98,7 +104,7 @@ func (r *replica) start(eng *engine.Engine, concurrency int) error {
 	go func() { defer r.wg.Done(); r.queue.Run(ctx, eng.Take) }()
 	go func() {
 		defer r.wg.Done()
-		r.node.Heartbeat(ctx, cluster.Local{Running: func() []string { return eng.Queue().Stats().RunningChatKeys },
+		r.node.Heartbeat(ctx, cluster.Local{Running: func() []string { return eng.QueueStats().RunningChatKeys },
 			Partitions: r.queue.Partitions, Concurrency: concurrency})
 	}()
 	return nil

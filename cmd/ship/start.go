@@ -201,7 +201,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	srv, err := server.New(server.Options{
-		Engine: eng, Token: cfg.Server.Token, Tokens: namedTokens(cfg.Server.Tokens), Version: version, Started: started, Model: modelName,
+		Door: eng, View: eng, Token: cfg.Server.Token, Tokens: namedTokens(cfg.Server.Tokens), Version: version, Started: started, Model: modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         mcpServers.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,

@@ -27,11 +27,11 @@ func taskTools(cfg config.Config) []agent.Tool {
 }
 
 // newScheduler builds the scheduler of the project's tasks: runs go
-// through the engine's ingress (logged, journaled, on the one queue) and
+// through the engine's front door (logged, journaled, on the one queue) and
 // find their chat's route in its chat log, posting there the way the chat's
 // platform says (its registered dispatcher). It reads nothing yet.
 func newScheduler(cfg config.Config, eng *engine.Engine, log zerolog.Logger) (*tasks.Scheduler, error) {
-	return tasks.New(tasks.Options{Dir: taskDir(cfg), Submitter: eng.Ingress(), History: eng.Store(), Dispatchers: eng.Dispatchers(), Logger: log})
+	return tasks.New(tasks.Options{Dir: taskDir(cfg), Submitter: eng, History: eng, Dispatchers: eng, Logger: log})
 }
 
 // runScheduler runs s until ctx ends; the channel closes once it has

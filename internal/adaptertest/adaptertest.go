@@ -96,7 +96,7 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 func Idle(t testing.TB, e *engine.Engine) {
 	t.Helper()
 	WaitFor(t, "an idle queue", func() bool {
-		st := e.Queue().Stats()
+		st := e.QueueStats()
 		return st.Waiting == 0 && st.Running == 0
 	})
 }
@@ -105,7 +105,7 @@ func Idle(t testing.TB, e *engine.Engine) {
 func Entries(t testing.TB, e *engine.Engine, chatKey string) []chat.ChatLogEntryV1 {
 	t.Helper()
 	var out []chat.ChatLogEntryV1
-	if err := e.Store().Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
+	if err := e.Scan(context.Background(), chatKey, func(en chat.ChatLogEntryV1) bool {
 		out = append(out, en)
 		return true
 	}); err != nil {

@@ -19,10 +19,11 @@ import (
 // noteTimeout bounds one note of the engine's own (a denial, an expiry).
 const noteTimeout = 30 * time.Second
 
-// answerApproval handles "/approve CODE" and "/deny CODE" from req. A
-// decision is announced to the whole chat (an approval by the turn it
-// starts, a denial by a note), so a decider gets no reply of their own; a
-// refusal is answered to them only: it says why nothing happened.
+// answerApproval handles "/approve CODE" and "/deny CODE" from req, through
+// Decide like the console's buttons. A decision is announced to the whole
+// chat (an approval by the turn it starts, a denial by a note), so a
+// decider gets no reply of their own; a refusal is answered to them only:
+// it says why nothing happened.
 func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, req dispatch.RequestContext) string {
 	verb := "deny"
 	if approve {
@@ -32,38 +33,71 @@ func (e *Engine) answerApproval(ctx context.Context, approve bool, args string, 
 	if code == "" {
 		return fmt.Sprintf("Usage: /%s CODE (the code is in the approval request).", verb)
 	}
-	if e.gov.approvals == nil {
+	err := e.Decide(ctx, code, approve, Decider{Identity: identity(req), Name: who(req.Username, identity(req)), In: req})
+	var refused *RefusalError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrApprovalsOff):
 		return "Approvals are not enabled here."
+	case errors.As(err, &refused):
+		return refused.Text
 	}
-	pol := e.gov.current()
-	by := policy.Approver{Identity: identity(req), ChatKey: req.ChatKey, MayApprove: pol.CanApprove(identity(req))}
-	if err := e.decide(ctx, code, approve, by, who(req.Username, by.Identity), req); err != nil {
-		return e.approvalRefusal(err, code, approve, pol)
-	}
-	return ""
+	return "Answering the approval failed; try again." // Decide returns no other error
 }
 
-// ErrApprovalsOff is returned by DecideApproval when ship runs without an
+// ErrApprovalsOff is returned by Decide when ship runs without an
 // approvals store.
 var ErrApprovalsOff = errors.New("approvals are not enabled")
 
-// DecideApproval answers an approval from outside its chat: the web
-// console, whose user acts as a member of role (a role of the tool policy;
-// it may approve only when that role has "approve": true). The rules,
-// announcements and audit entries are those of /approve and /deny in the
-// chat; a refusal is an error whose text says why nothing happened.
-func (e *Engine) DecideApproval(ctx context.Context, code string, approve bool, role string) error {
+// Decider is who answers an approval, as data: a person in a chat and the
+// web console take the same path (Decide), and differ only here.
+type Decider struct {
+	// Identity is who decides, in the tool policy and the audit entries
+	// ("telegram:42"; the console is "console:<role>").
+	Identity string
+	// Name is how the chat is told who decided ("@alice", "the console
+	// (ops)").
+	Name string
+	// AsRole, when set, makes the decider act as a member of that
+	// tool-policy role instead of by Identity's memberships: the console's
+	// user is server.consoleRole, which no chat identity names.
+	AsRole string
+	// In is the chat message the answer came in. Then the approval must
+	// be of that chat, and an approved call's turn answers that message.
+	// Zero for an answer from outside any chat (the console): it may
+	// answer an approval of any chat, and approves only through AsRole.
+	In dispatch.RequestContext
+}
+
+// mayApprove says whether by may approve under pol.
+func (by Decider) mayApprove(pol *policy.Policy) bool {
+	switch {
+	case by.AsRole != "":
+		return pol.RoleMayApprove(by.AsRole)
+	case by.In.ChatKey == "":
+		return false // from outside a chat, only a role may approve
+	}
+	return pol.CanApprove(by.Identity)
+}
+
+// Decide approves or denies the approval code as by. The rules,
+// announcements and audit entries are the same wherever the answer came
+// from; a refusal is a *RefusalError whose Text says why nothing happened,
+// in the words a chat gets.
+func (e *Engine) Decide(ctx context.Context, code string, approve bool, by Decider) error {
 	if e.gov.approvals == nil {
 		return ErrApprovalsOff
 	}
-	// An unknown code leaves a zero: decide then reports it as unknown.
-	a, _ := e.gov.approvals.Get(strings.ToUpper(strings.TrimSpace(code)))
 	pol := e.gov.current()
-	by := policy.Approver{Identity: "console:" + role, ChatKey: a.ChatKey, MayApprove: role != "" && pol.RoleMayApprove(role)}
-	if err := e.decide(ctx, code, approve, by, "the console ("+role+")", dispatch.RequestContext{}); err != nil {
-		if errors.Is(err, policy.ErrNotApprover) && role == "" {
-			return fmt.Errorf("%w: set server.consoleRole to a tool-policy role with \"approve\": true", err)
-		}
+	approver := policy.Approver{Identity: by.Identity, ChatKey: by.In.ChatKey, MayApprove: by.mayApprove(pol)}
+	if approver.ChatKey == "" {
+		// From outside any chat: the approval's own chat. An unknown code
+		// leaves a zero: decide then reports it as unknown.
+		a, _ := e.gov.approvals.Get(strings.ToUpper(strings.TrimSpace(code)))
+		approver.ChatKey = a.ChatKey
+	}
+	if err := e.decide(ctx, code, approve, approver, by.Name, by.In); err != nil {
 		return &RefusalError{Err: err, Text: e.approvalRefusal(err, code, approve, pol)}
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 // event that ended it.
 func (h *harness) askWatched(chatID, msgID, text string) (ingress.Outcome, []events.Event) {
 	h.t.Helper()
-	sub, _ := h.engine.Events().Subscribe(func(e events.Event) bool { return e.ChatKey == chatKeyOf(chatID) }, 0, 256)
+	sub, _ := h.engine.Subscribe(func(e events.Event) bool { return e.ChatKey == chatKeyOf(chatID) }, 0, 256)
 	defer sub.Close()
 	o := h.ask(chatID, msgID, text)
 	var evs []events.Event

@@ -27,7 +27,7 @@ func TestEverySourceRespectsTheQueueCapacity(t *testing.T) {
 		return fakeopenai.EchoChatSend(r)
 	}})
 	t.Cleanup(func() { close(release) })
-	sub, _ := h.engine.Events().Subscribe(func(e events.Event) bool { return e.Type == events.TypeError }, 0, 16)
+	sub, _ := h.engine.Subscribe(func(e events.Event) bool { return e.Type == events.TypeError }, 0, 16)
 	defer sub.Close()
 	h.send("1", "a", "first")
 	<-started // running
@@ -51,7 +51,7 @@ func TestEverySourceRespectsTheQueueCapacity(t *testing.T) {
 			Turn:    turn.Turn{Notice: "Approved by boss"}},
 	}
 	for name, s := range sources {
-		_, err := h.ingress.Submit(context.Background(), s)
+		_, err := h.engine.Submit(context.Background(), s)
 		if !errors.Is(err, queue.ErrQueueFull) || ingress.RefusalCode(err) != "QUEUE_FULL" {
 			t.Errorf("%s: %v, want the queue-full refusal", name, err)
 			continue

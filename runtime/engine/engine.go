@@ -1,9 +1,10 @@
 // Package engine assembles ship's core: the ChatStore, the agent runtime
 // with its tools, the dispatcher registry, the pending-work journal, the
 // global queue and the ingress path in front of it, and the Runner that
-// turns each queued job into a run. Platforms reach it only through the
-// narrow methods it offers them (Accept, Record, Position, Command,
-// Register); the HTTP server and the binary use the rest.
+// turns each queued job into a run. Nobody reaches its parts: platforms get
+// the narrow methods of adapters.Host (Accept, Record, Position, Command),
+// the HTTP API and the console a Door (Submit, Subscribe, Register, Decide)
+// and a read-only View, and the binary starts, recovers and closes it.
 package engine
 
 import (
@@ -95,6 +96,10 @@ type Options struct {
 	Claims ingress.Claims
 	Runs   journal.Recorder
 
+	// Events, when set, is the bus run events go on instead of a new
+	// one: cluster mode relays it to and from the other replicas.
+	Events *events.Bus
+
 	// Vision shows the images people send to the model; their paths are
 	// relative to ProjectDir.
 	Vision     bool
@@ -172,7 +177,10 @@ func New(opts Options) (*Engine, error) {
 		st.close()
 		return nil, fmt.Errorf("creating runtime: %w", err)
 	}
-	bus := events.NewBus(0)
+	bus := opts.Events
+	if bus == nil {
+		bus = events.NewBus(0)
+	}
 	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: st.runs, Redact: opts.Redact, Log: opts.Logger, gov: gov,
 		picker: picker}
 	qopts := opts.Queue
@@ -195,32 +203,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	return e, nil
 }
-
-// Events carries every run's events (task_started, content, …) to SSE
-// subscribers, whatever the channel.
-func (e *Engine) Events() *events.Bus { return e.events }
-
-// Store is the ChatStore.
-func (e *Engine) Store() chat.Log { return e.store }
-
-// Queue is the one global queue.
-func (e *Engine) Queue() *ingress.Queue { return e.queue }
-
-// Ingress is the path into the queue for channels that are not platforms
-// (the HTTP API) and for tests.
-func (e *Engine) Ingress() *ingress.Ingress { return e.ingress }
-
-// Runtime is the agent runtime.
-func (e *Engine) Runtime() *agent.Runtime { return e.runtime }
-
-// Journal is the pending-work journal, nil when the engine keeps none.
-func (e *Engine) Journal() *journal.Journal { return e.journal }
-
-// Approvals is the store of approval requests, nil when ship keeps none.
-func (e *Engine) Approvals() *policy.Store { return e.gov.approvals }
-
-// Policy is the tool policy in force now (nil: no policy file).
-func (e *Engine) Policy() *policy.Policy { return e.gov.current() }
 
 // Register makes d the dispatcher of channel: replies to that channel's
 // messages go through it.

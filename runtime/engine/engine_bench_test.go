@@ -67,7 +67,7 @@ func benchTurn(b *testing.B, model llms.Model, d chat.Durability) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		chatID := fmt.Sprint(i % 64)
-		_, err := eng.Ingress().Submit(ctx, ingress.Submission{
+		_, err := eng.Submit(ctx, ingress.Submission{
 			Channel: testChannel,
 			ChatKey: chatKeyOf(chatID),
 			Message: ingress.IncomingChatMessage{ChatID: chatID, MessageID: fmt.Sprint(i), Text: "hello, how are you today?"},

@@ -16,6 +16,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -167,7 +168,7 @@ func TestHistoryInjectionOrderWithoutReinjection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.runtime.Forget(key) // start with empty in-memory history
+	engine.ForgetHistory(h.engine, key) // start with empty in-memory history
 	o := h.ask("9", "m-now", "what did we discuss?")
 	if !o.Result.Success {
 		t.Fatalf("run failed: %+v", o)
@@ -269,7 +270,7 @@ func TestQueueFullIsATypedErrorAndTheMessageIsKept(t *testing.T) {
 	first := h.send("1", "a", "first")
 	<-started // the first is running; the queue now holds one waiting item at most
 	second := h.send("1", "b", "second")
-	_, err := h.ingress.Submit(context.Background(), ingress.Submission{
+	_, err := h.engine.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("1"),
 		Message: ingress.IncomingChatMessage{ChatID: "1", MessageID: "c", Text: "third"},
 		// A platform's message: kept in the log with its refusal.
@@ -376,7 +377,7 @@ func TestStreamingRunDeliversAndEmitsTextDeltas(t *testing.T) {
 	var mu sync.Mutex
 	var deltas []string
 	done := make(chan ingress.Outcome, 1)
-	_, err := h.ingress.Submit(context.Background(), ingress.Submission{
+	_, err := h.engine.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("s"),
 		Message: ingress.IncomingChatMessage{ChatID: "s", MessageID: "1", Text: "stream please"},
 		OnStep: func(_ context.Context, ev agent.StepEvent) {
@@ -463,7 +464,7 @@ func TestOfflineModelDrivesTheToolLoop(t *testing.T) {
 	if got := h.out.texts(""); len(got) != 1 || !strings.Contains(got[0], `You said: "hello ship"`) || o.Result.ToolCalls[0].Tool != "chat_send" {
 		t.Fatalf("offline reply %q via %+v", got, o.Result.ToolCalls)
 	}
-	h.runtime.Forget(chatKeyOf("o")) // only the log knows the first message now
+	engine.ForgetHistory(h.engine, chatKeyOf("o")) // only the log knows the first message now
 	o = h.ask("o", "2", "what did I say earlier?")
 	if len(o.Result.ToolCalls) != 2 || o.Result.ToolCalls[0].Tool != "chat_load_history" || o.Result.ToolCalls[1].Tool != "chat_send" {
 		t.Fatalf("tool calls %+v, want chat_load_history then chat_send", o.Result.ToolCalls)

@@ -48,7 +48,7 @@ func TestDeniedToolIsNotOffered(t *testing.T) {
 	// u2 is in no role: exec_shell's default is deny, so the model never
 	// sees it.
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{
+	if _, err := h.engine.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: chatKeyOf("2"),
 		Message: ingress.IncomingChatMessage{ChatID: "2", Text: "run: echo hi", MessageID: "m1", UserID: "u2", ChatType: "private"},
 		OnDone:  func(o ingress.Outcome) { done <- o },
@@ -73,7 +73,7 @@ func TestDeniedToolIsNotOffered(t *testing.T) {
 func TestRequestNarrowingHidesATool(t *testing.T) {
 	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy})
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Tools: turn.Tools(policy.Narrowing{Deny: []string{"exec_shell"}})}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "run: echo hi", MessageID: "m1", UserID: "u1", ChatType: "private"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
+	if _, err := h.engine.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Tools: turn.Tools(policy.Narrowing{Deny: []string{"exec_shell"}})}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "run: echo hi", MessageID: "m1", UserID: "u1", ChatType: "private"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
@@ -88,7 +88,7 @@ func TestRmRfIsRefusedAndReported(t *testing.T) {
 	if err := os.Mkdir(victim, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sub, _ := h.engine.Events().Subscribe(func(e events.Event) bool { return e.Type == events.TypePolicyRejected }, 0, 16)
+	sub, _ := h.engine.Subscribe(func(e events.Event) bool { return e.Type == events.TypePolicyRejected }, 0, 16)
 	defer sub.Close()
 	// dev may run "rm *", but the global deny of "rm -rf*" wins.
 	h.ask("1", "m1", "run: rm -rf "+victim)
@@ -320,14 +320,18 @@ func TestConsoleDecidesApprovalsWithTheChatsRules(t *testing.T) {
 	code := approvalCode(t, h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 }))
 	ctx := context.Background()
 
-	if err := h.engine.DecideApproval(ctx, code, true, ""); !errors.Is(err, policy.ErrNotApprover) || !strings.Contains(err.Error(), "server.consoleRole") {
-		t.Errorf("no console role: %v", err)
+	// The console is a decider from outside any chat, acting as its role.
+	console := func(role string) engine.Decider {
+		return engine.Decider{Identity: "console:" + role, Name: "the console (" + role + ")", AsRole: role}
 	}
 	var refused *engine.RefusalError
-	if err := h.engine.DecideApproval(ctx, code, true, "dev"); !errors.As(err, &refused) || !strings.Contains(refused.Text, "role admin may") {
+	if err := h.engine.Decide(ctx, code, true, console("")); !errors.Is(err, policy.ErrNotApprover) || !errors.As(err, &refused) {
+		t.Errorf("no console role: %v", err)
+	}
+	if err := h.engine.Decide(ctx, code, true, console("dev")); !errors.As(err, &refused) || !strings.Contains(refused.Text, "role admin may") {
 		t.Errorf("a role that may not approve: %v", err)
 	}
-	if err := h.engine.DecideApproval(ctx, code, true, "admin"); err != nil {
+	if err := h.engine.Decide(ctx, code, true, console("admin")); err != nil {
 		t.Fatalf("approve as admin: %v", err)
 	}
 	h.waitFor(group, func(s sent) bool { return strings.HasPrefix(s.Text, "Approved by the console (admin)") })
@@ -336,10 +340,10 @@ func TestConsoleDecidesApprovalsWithTheChatsRules(t *testing.T) {
 		t.Errorf("the result answers %q as %q; want the asking message m1, as the requester u1", res.Req.MessageID, res.Req.UserID)
 	}
 	h.waitIdle()
-	if err := h.engine.DecideApproval(ctx, code, true, "admin"); !errors.Is(err, policy.ErrAlreadyApproved) {
+	if err := h.engine.Decide(ctx, code, true, console("admin")); !errors.Is(err, policy.ErrAlreadyApproved) {
 		t.Errorf("second approve: %v", err)
 	}
-	if err := h.engine.DecideApproval(ctx, "ZZZZZZ", false, "admin"); !errors.Is(err, policy.ErrUnknownCode) {
+	if err := h.engine.Decide(ctx, "ZZZZZZ", false, console("admin")); !errors.Is(err, policy.ErrUnknownCode) {
 		t.Errorf("unknown code: %v", err)
 	}
 	runs, audit := 0, ""
@@ -362,7 +366,7 @@ func TestApprovalRequestShowsBidiControlsEscaped(t *testing.T) {
 	done := make(chan ingress.Outcome, 1)
 	// A name and a command that would read backwards, and an invisible
 	// mark: the request must show each as an escape.
-	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{
+	if _, err := h.engine.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel, ChatKey: group,
 		Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo safe\u202e txt.exe\u2069 \u200fok", MessageID: "m1",
 			UserID: "u1", Username: "admin\u202enimda\u061c", ChatType: "supergroup"},

@@ -115,16 +115,13 @@ type harnessOptions struct {
 // runtime and tools, and langchaingo's real OpenAI client talking to the
 // loopback fake.
 type harness struct {
-	t       *testing.T
-	dir     string
-	fake    *fakeopenai.Server
-	logs    *logbuf.Buffer
-	engine  *engine.Engine
-	store   chat.Log
-	out     *outbox
-	runtime *agent.Runtime
-	queue   *ingress.Queue
-	ingress *ingress.Ingress
+	t      *testing.T
+	dir    string
+	fake   *fakeopenai.Server
+	logs   *logbuf.Buffer
+	engine *engine.Engine
+	store  chat.Log
+	out    *outbox
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -213,7 +210,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	eng.Register(testChannel, h.out)
-	h.engine, h.store, h.runtime, h.queue, h.ingress = eng, eng.Store(), eng.Runtime(), eng.Queue(), eng.Ingress()
+	h.engine, h.store = eng, engine.StoreOf(eng)
 	t.Cleanup(h.close)
 	return h
 }
@@ -226,7 +223,7 @@ func (h *harness) waitIdle() {
 	h.t.Helper()
 	deadline := time.Now().Add(30 * time.Second) // hang guard
 	for {
-		if st := h.queue.Stats(); st.Waiting == 0 && st.Running == 0 {
+		if st := h.engine.QueueStats(); st.Waiting == 0 && st.Running == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -242,7 +239,7 @@ func chatKeyOf(chatID string) string { return "telegram:chat:" + chatID }
 func (h *harness) send(chatID, msgID, text string) <-chan ingress.Outcome {
 	h.t.Helper()
 	done := make(chan ingress.Outcome, 1)
-	_, err := h.ingress.Submit(context.Background(), ingress.Submission{
+	_, err := h.engine.Submit(context.Background(), ingress.Submission{
 		Channel: testChannel,
 		ChatKey: chatKeyOf(chatID),
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: msgID, UserID: "u1", ChatType: "private"},
@@ -269,7 +266,7 @@ func (h *harness) ask(chatID, msgID, text string) ingress.Outcome {
 func (h *harness) entries(chatKey string) []chat.ChatLogEntryV1 {
 	h.t.Helper()
 	var out []chat.ChatLogEntryV1
-	if err := h.store.Scan(context.Background(), chatKey, func(e chat.ChatLogEntryV1) bool {
+	if err := h.engine.Scan(context.Background(), chatKey, func(e chat.ChatLogEntryV1) bool {
 		out = append(out, e)
 		return true
 	}); err != nil {

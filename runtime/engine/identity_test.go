@@ -27,7 +27,7 @@ func TestAnApprovedCallContinuesAsTheIdentityThatAskedForIt(t *testing.T) {
 	group := chatKeyOf("-1001")
 	done := make(chan ingress.Outcome, 1)
 	// The run acts as api:ci-bot; its userId u9 is a label with no role.
-	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Identity: "api:ci-bot"}, Channel: testChannel, ChatKey: group, Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo continued", MessageID: "m1", UserID: "u9", ChatType: "supergroup"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
+	if _, err := h.engine.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Identity: "api:ci-bot"}, Channel: testChannel, ChatKey: group, Message: ingress.IncomingChatMessage{ChatID: "-1001", Text: "run: echo continued", MessageID: "m1", UserID: "u9", ChatType: "supergroup"}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
@@ -55,7 +55,7 @@ func TestAnAPIRunWithoutAnIdentityIsAnonymous(t *testing.T) {
 		return nil
 	}))
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{
+	if _, err := h.engine.Submit(context.Background(), ingress.Submission{
 		Channel: chat.ChannelAPI, ChatKey: "api:chat:x",
 		Message: ingress.IncomingChatMessage{ChatID: "x", Text: "run: echo hi", MessageID: "m1", UserID: "boss", ChatType: "api"},
 		OnDone:  func(o ingress.Outcome) { done <- o },

@@ -12,6 +12,7 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
@@ -90,11 +91,11 @@ func TestRecoveryAnswersInterruptedMessagesOnce(t *testing.T) {
 	if len(es) != 2 || es[0].Text != "accepted, then the crash" || es[0].MessageID != "m1" {
 		t.Errorf("chat 1 log = %s", roles(es))
 	}
-	if n := h.engine.Journal().Pending(); n != 0 {
+	if n := engine.JournalPending(h.engine); n != 0 {
 		t.Errorf("%d items still pending after recovery", n)
 	}
 	// Telegram re-delivering a recovered message does not run it twice.
-	_, err := h.ingress.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("2"),
+	_, err := h.engine.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("2"),
 		Message: ingress.IncomingChatMessage{ChatID: "2", MessageID: "m2", Text: "interrupted mid-run"}})
 	if err != ingress.ErrDuplicate {
 		t.Errorf("re-delivery after recovery: %v, want ErrDuplicate", err)
@@ -104,7 +105,7 @@ func TestRecoveryAnswersInterruptedMessagesOnce(t *testing.T) {
 func TestJournaledTurnLeavesNothingPending(t *testing.T) {
 	h := newHarness(t, harnessOptions{journal: true})
 	h.ask("9", "m1", "hello")
-	if n := h.engine.Journal().Pending(); n != 0 {
+	if n := engine.JournalPending(h.engine); n != 0 {
 		t.Errorf("%d items pending after a finished turn", n)
 	}
 	// The log entry is there although only the journal was fsynced.
@@ -115,7 +116,7 @@ func TestJournaledTurnLeavesNothingPending(t *testing.T) {
 
 func TestFloodingUserIsLoggedButNotAnswered(t *testing.T) {
 	h := newHarness(t, harnessOptions{userLimit: ingress.UserLimiterOptions{Burst: 2}})
-	sub, _ := h.engine.Events().Subscribe(func(e events.Event) bool { return e.Type == events.TypeError }, 0, 16)
+	sub, _ := h.engine.Subscribe(func(e events.Event) bool { return e.Type == events.TypeError }, 0, 16)
 	defer sub.Close()
 	ctx := context.Background()
 	var limited int
@@ -170,7 +171,7 @@ func TestOverlongPlatformTextIsCutAndSaysSo(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	long := strings.Repeat("é", ingress.MaxMessageChars+500)
 	done := make(chan ingress.Outcome, 1)
-	if _, err := h.ingress.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("l"),
+	if _, err := h.engine.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("l"),
 		Message: ingress.IncomingChatMessage{ChatID: "l", MessageID: "1", Text: long}, OnDone: func(o ingress.Outcome) { done <- o }}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +187,9 @@ func TestOverlongPlatformTextIsCutAndSaysSo(t *testing.T) {
 func TestJournalIsSettledBeforeTheOutcomeIsReported(t *testing.T) {
 	h := newHarness(t, harnessOptions{journal: true})
 	pendingAtDone := make(chan int, 1)
-	_, err := h.ingress.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("5"),
+	_, err := h.engine.Submit(context.Background(), ingress.Submission{Once: true, Channel: testChannel, ChatKey: chatKeyOf("5"),
 		Message: ingress.IncomingChatMessage{ChatID: "5", MessageID: "m1", Text: "hello"},
-		OnDone:  func(ingress.Outcome) { pendingAtDone <- h.engine.Journal().Pending() }})
+		OnDone:  func(ingress.Outcome) { pendingAtDone <- engine.JournalPending(h.engine) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func TestRequestCallOptionsReachTheModel(t *testing.T) {
 	}
 
 	done := make(chan ingress.Outcome, 1)
-	_, err := h.ingress.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Model: llm.Override{Model: "fast", CallOptions: llm.CallOptions{Temperature: ptr(0.3), TopP: ptr(0.9), MaxTokens: 77}}}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "tuned", MessageID: "a2", UserID: "u1", ChatType: "private"}, OnDone: func(o ingress.Outcome) { done <- o }})
+	_, err := h.engine.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Model: llm.Override{Model: "fast", CallOptions: llm.CallOptions{Temperature: ptr(0.3), TopP: ptr(0.9), MaxTokens: 77}}}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "tuned", MessageID: "a2", UserID: "u1", ChatType: "private"}, OnDone: func(o ingress.Outcome) { done <- o }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestRequestModelSurvivesResume(t *testing.T) {
 	}})
 	h.send("9", "z1", "blocker")
 	<-entered
-	_, err := h.ingress.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Model: llm.Override{Model: "fast", CallOptions: llm.CallOptions{Temperature: ptr(1.25)}}}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "queued", MessageID: "a1", UserID: "u1", ChatType: "private"}})
+	_, err := h.engine.Submit(context.Background(), ingress.Submission{Turn: turn.Turn{Model: llm.Override{Model: "fast", CallOptions: llm.CallOptions{Temperature: ptr(1.25)}}}, Channel: testChannel, ChatKey: chatKeyOf("1"), Message: ingress.IncomingChatMessage{ChatID: "1", Text: "queued", MessageID: "a1", UserID: "u1", ChatType: "private"}})
 	if err != nil {
 		t.Fatal(err)
 	}

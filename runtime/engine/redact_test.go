@@ -16,7 +16,7 @@ import (
 func TestASecretInAToolCallIsRedactedOnEveryWayOut(t *testing.T) {
 	const secret = "sk-very-secret-0123456789"
 	h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: adminPolicy, secrets: []string{secret}})
-	sub, _ := h.engine.Events().Subscribe(func(events.Event) bool { return true }, 0, 256)
+	sub, _ := h.engine.Subscribe(func(events.Event) bool { return true }, 0, 256)
 	defer sub.Close()
 
 	// Allowed (echo), then refused by the global deny: both paths publish

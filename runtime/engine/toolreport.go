@@ -89,3 +89,20 @@ func reportChatType(chatKey string) string {
 	}
 	return "group"
 }
+
+// Sandboxed is a tool that runs commands in a sandbox (exec_shell). Its
+// state is of the tool's own type (package tools, which the core may not
+// import), so the engine passes it on unread: GET /api/tools shows it as
+// JSON.
+type Sandboxed interface{ SandboxState() any }
+
+// Sandbox is the state of the first tool that runs commands in a sandbox;
+// ok is false when no tool does.
+func (e *Engine) Sandbox() (state any, ok bool) {
+	for _, t := range e.runtime.Tools() {
+		if sb, isSandboxed := t.(Sandboxed); isSandboxed {
+			return sb.SandboxState(), true
+		}
+	}
+	return nil, false
+}

@@ -25,7 +25,7 @@ func TestTheToolsReportOffersWhatARealRunOffers(t *testing.T) {
 		{testChannel, "-100", chatKeyOf("-100"), "group"},
 	} {
 		done := make(chan ingress.Outcome, 1)
-		if _, err := h.ingress.Submit(context.Background(), ingress.Submission{
+		if _, err := h.engine.Submit(context.Background(), ingress.Submission{
 			Channel: c.channel, ChatKey: c.chatKey,
 			Message: ingress.IncomingChatMessage{ChatID: c.chatID, Text: "hello", MessageID: "m-" + c.chatID, UserID: "u1", ChatType: c.chatType},
 			OnDone:  func(o ingress.Outcome) { done <- o },

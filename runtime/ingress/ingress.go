@@ -447,3 +447,9 @@ func withPlatformMeta(meta map[string]any, m IncomingChatMessage) map[string]any
 func IsBusy(err error) bool {
 	return errors.Is(err, queue.ErrQueueFull) || errors.Is(err, queue.ErrQueueStopped)
 }
+
+// IsStopped reports whether err means ship is stopping: the message was
+// not taken (by Submit), or was taken but will not run in this process
+// (an Outcome's Err). Callers of the door answer it without knowing the
+// queue.
+func IsStopped(err error) bool { return errors.Is(err, queue.ErrQueueStopped) }

@@ -114,7 +114,7 @@ func newEnv(t *testing.T, s setup) *env {
 	// The HTTP server's api dispatcher: nobody waits for a task's reply
 	// there; it is in the chat log and on the event stream.
 	e.eng.Register(chat.ChannelAPI, dispatch.DispatcherFunc(func(context.Context, dispatch.RequestContext, string) error { return nil }))
-	e.sched, err = tasks.New(tasks.Options{Dir: e.taskDir(), Submitter: e.eng.Ingress(), History: e.eng.Store(), Dispatchers: e.eng.Dispatchers(), Clock: e.clock, Local: time.UTC, Logger: log})
+	e.sched, err = tasks.New(tasks.Options{Dir: e.taskDir(), Submitter: e.eng, History: e.eng, Dispatchers: e.eng, Clock: e.clock, Local: time.UTC, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

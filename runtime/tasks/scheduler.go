@@ -18,21 +18,22 @@ import (
 	"github.com/shipmyagent/ship/runtime/ingress"
 )
 
-// Submitter queues a run on the global queue: the engine's Ingress, which
-// logs the user entry, journals it and queues it.
+// Submitter queues a run on the global queue: the engine's front door
+// (ingress.Ingress.Submit), which logs the user entry, journals it and
+// queues it.
 type Submitter interface {
 	Submit(ctx context.Context, s ingress.Submission) (ingress.Ticket, error)
 }
 
-// History reads the chat logs (the engine's chat.Store): a task's replies
-// take the route of the latest message its chat sent.
+// History reads the chat logs (the engine's Recent and Scan): a task's
+// replies take the route of the latest message its chat sent.
 type History interface {
 	Recent(ctx context.Context, chatKey string, n int) ([]chat.ChatLogEntryV1, error)
 	Scan(ctx context.Context, chatKey string, fn func(chat.ChatLogEntryV1) bool) error
 }
 
-// Dispatchers finds a channel's dispatcher (the engine's
-// dispatch.Registry): a task's replies reach its chat the way the chat's
+// Dispatchers finds a channel's dispatcher (the engine's Lookup, which
+// asks its dispatch.Registry): a task's replies reach its chat the way the chat's
 // platform says (dispatch.TaskRoute), and a refused one is explained by the
 // platform's rule (dispatch.ReplyWindowHint), so the scheduler needs to
 // know no platform itself.

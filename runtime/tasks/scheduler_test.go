@@ -24,7 +24,7 @@ func TestTaskRunsAtItsSlotInTheTelegramTopic(t *testing.T) {
 	e.say(e.tg.TopicText(-100900, 5, 78, "bob", e.tg.Mention()+" hello"))
 	start := e.clock.Now() // 08:00
 	e.writeTask("daily-report", taskFile("0 9 * * *", topicKey, "Post the daily report."), start)
-	sub, _ := e.eng.Events().Subscribe(func(ev events.Event) bool { return ev.Type == events.TypeTaskStarted }, 0, 16)
+	sub, _ := e.eng.Subscribe(func(ev events.Event) bool { return ev.Type == events.TypeTaskStarted }, 0, 16)
 	defer sub.Close()
 
 	if next := e.sched.Tick(context.Background()); !next.Equal(start.Add(time.Hour)) {

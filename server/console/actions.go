@@ -11,7 +11,6 @@ import (
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/policy"
-	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/tasks"
 	"github.com/shipmyagent/ship/runtime/turn"
 )
@@ -34,7 +33,7 @@ func (c *Console) identity() string {
 func (c *Console) send(r *http.Request, key, chatID, text string) error {
 	id := "c-" + randomHex(8)
 	who := c.identity()
-	_, err := c.opts.Engine.Ingress().Submit(r.Context(), ingress.Submission{
+	_, err := c.opts.Door.Submit(r.Context(), ingress.Submission{
 		ID:      id,
 		Channel: chat.ChannelAPI,
 		ChatKey: key,
@@ -49,12 +48,11 @@ func (c *Console) send(r *http.Request, key, chatID, text string) error {
 
 // sendError says why the console's message was not taken.
 func (c *Console) sendError(w http.ResponseWriter, r *http.Request, err error) {
-	var full *queue.QueueFullError
 	switch {
-	case errors.As(err, &full), errors.Is(err, queue.ErrQueueFull):
-		plain(w, http.StatusServiceUnavailable, "ship is busy: the queue is full. Try again in a few seconds.")
-	case errors.Is(err, queue.ErrQueueStopped):
+	case ingress.IsStopped(err):
 		plain(w, http.StatusServiceUnavailable, "ship is shutting down; the message was not taken.")
+	case ingress.IsBusy(err): // the queue is full
+		plain(w, http.StatusServiceUnavailable, "ship is busy: the queue is full. Try again in a few seconds.")
 	case errors.Is(err, ingress.ErrRateLimited):
 		plain(w, http.StatusTooManyRequests, "Too many messages in a row: wait a moment, then send it again. The message was not taken.")
 	default:
@@ -98,12 +96,12 @@ type approvalsData struct {
 }
 
 func (c *Console) handleApprovals(w http.ResponseWriter, r *http.Request) {
-	store := c.opts.Engine.Approvals()
-	pol := c.opts.Engine.Policy()
-	d := approvalsData{Enabled: store != nil, Role: c.opts.Role, Approvers: pol.ApproverRoles()}
-	d.MayApprove = c.opts.Role != "" && pol.RoleMayApprove(c.opts.Role)
-	if store != nil {
-		for _, a := range store.Pending("") {
+	view := c.opts.View
+	pending, enabled := view.Pending("")
+	d := approvalsData{Enabled: enabled, Role: c.opts.Role, Approvers: view.Approvers()}
+	d.MayApprove = c.opts.Role != "" && view.RoleMayApprove(c.opts.Role)
+	if enabled {
+		for _, a := range pending {
 			d.Pending = append(d.Pending, pendingOf(a))
 		}
 		slices.SortFunc(d.Pending, func(a, b pendingView) int { return a.Asked.Compare(b.Asked) })
@@ -111,8 +109,15 @@ func (c *Console) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "Approvals", d.write)
 }
 
-// handleDecide approves or denies a request with the rules of /approve
-// and /deny in the chat; the console's user acts as Options.Role.
+// decider is the console's user as the decider of an approval: from
+// outside any chat, acting as a member of Options.Role.
+func (c *Console) decider() engine.Decider {
+	return engine.Decider{Identity: "console:" + c.opts.Role, Name: "the console (" + c.opts.Role + ")", AsRole: c.opts.Role}
+}
+
+// handleDecide approves or denies a request through the same call as
+// /approve and /deny in the chat (engine.Door.Decide); the console's user
+// acts as Options.Role.
 func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 	verb := r.PathValue("verb")
 	if verb != "approve" && verb != "deny" {
@@ -120,7 +125,7 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := r.PathValue("code")
-	err := c.opts.Engine.DecideApproval(r.Context(), code, verb == "approve", c.opts.Role)
+	err := c.opts.Door.Decide(r.Context(), code, verb == "approve", c.decider())
 	var refused *engine.RefusalError
 	switch {
 	case err == nil:
@@ -128,7 +133,7 @@ func (c *Console) handleDecide(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, engine.ErrApprovalsOff):
 		plain(w, http.StatusConflict, "Approvals are not enabled here.")
-	case errors.Is(err, policy.ErrNotApprover) && !errors.As(err, &refused):
+	case errors.Is(err, policy.ErrNotApprover) && c.opts.Role == "":
 		plain(w, http.StatusForbidden, "The console may not approve: set server.consoleRole in ship.json to a tool-policy role with \"approve\": true.")
 	case errors.As(err, &refused):
 		status := http.StatusConflict
@@ -197,6 +202,6 @@ func (c *Console) handleTools(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusBadRequest, "user, chat or command is too long.")
 		return
 	}
-	d.Report = c.opts.Engine.Tools(d.ChatKey, d.User, d.Command)
+	d.Report = c.opts.View.Tools(d.ChatKey, d.User, d.Command)
 	c.render(w, r, "Tools", d.write)
 }

@@ -24,18 +24,21 @@ type minute struct {
 	errors int
 }
 
-// watchActivity subscribes to bus's final events (task_completed, error)
+// subscribeFunc follows run events (engine.Door.Subscribe).
+type subscribeFunc func(filter func(events.Event) bool, after uint64, buf int) (*events.Subscription, bool)
+
+// watchActivity subscribes to the final events (task_completed, error)
 // and counts them until close.
-func watchActivity(bus *events.Bus, now func() time.Time) *activity {
+func watchActivity(subscribe subscribeFunc, now func() time.Time) *activity {
 	a := &activity{now: now, stop: make(chan struct{}), done: make(chan struct{})}
-	go a.run(bus)
+	go a.run(subscribe)
 	return a
 }
 
-func (a *activity) run(bus *events.Bus) {
+func (a *activity) run(subscribe subscribeFunc) {
 	defer close(a.done)
 	for {
-		sub, _ := bus.Subscribe(events.Event.Final, 0, 64)
+		sub, _ := subscribe(events.Event.Final, 0, 64)
 		for open := true; open; {
 			select {
 			case <-a.stop:

@@ -48,10 +48,10 @@ type chatsData struct {
 // searches the chat logs (the ChatStore's search) for the keyword.
 func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	store := c.opts.Engine.Store()
+	view := c.opts.View
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	platform := r.URL.Query().Get("platform")
-	keys, err := store.ChatKeys(ctx)
+	keys, err := view.ChatKeys(ctx)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -71,7 +71,7 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 	if q != "" {
 		d.Searched = true
 		for _, k := range keys {
-			hits, err := store.Search(ctx, k, q, hitsPerChat)
+			hits, err := view.Search(ctx, k, q, hitsPerChat)
 			if err != nil {
 				c.fail(w, r, err)
 				return
@@ -88,7 +88,7 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, k := range keys {
-		recent, err := store.Recent(ctx, k, titleScanLength)
+		recent, err := view.Recent(ctx, k, titleScanLength)
 		if err != nil {
 			c.fail(w, r, err)
 			return
@@ -220,13 +220,13 @@ func (c *Console) chat(r *http.Request, key string) (chatData, bool, error) {
 	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 {
 		limit = min(n, maxEntries)
 	}
-	entries, err := c.opts.Engine.Store().Recent(r.Context(), key, limit)
+	entries, err := c.opts.View.Recent(r.Context(), key, limit)
 	if err != nil {
 		return chatData{}, false, err
 	}
 	_, api := chat.APIChatID(key)
 	if len(entries) == 0 && !api {
-		keys, err := c.opts.Engine.Store().ChatKeys(r.Context())
+		keys, err := c.opts.View.ChatKeys(r.Context())
 		if err != nil || !slices.Contains(keys, key) {
 			return chatData{}, false, err
 		}
@@ -237,10 +237,9 @@ func (c *Console) chat(r *http.Request, key string) (chatData, bool, error) {
 	for _, e := range entries {
 		d.Entries = append(d.Entries, c.view(e))
 	}
-	if a := c.opts.Engine.Approvals(); a != nil {
-		for _, p := range a.Pending(key) {
-			d.Pending = append(d.Pending, pendingOf(p))
-		}
+	pending, _ := c.opts.View.Pending(key)
+	for _, p := range pending {
+		d.Pending = append(d.Pending, pendingOf(p))
 	}
 	return d, true, nil
 }

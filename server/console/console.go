@@ -44,8 +44,12 @@ type TaskService interface {
 
 // Options configure a Console.
 type Options struct {
-	// Engine is the core; required.
-	Engine *engine.Engine
+	// Door is how the console acts on the core: the front door for its
+	// messages, the event stream it counts turns from, approvals;
+	// required (the Engine).
+	Door engine.Door
+	// View is what the console shows of the core; required (the Engine).
+	View engine.View
 	// Token is the API token; "" serves the console on loopback only.
 	Token   string
 	Version string
@@ -96,8 +100,8 @@ type Console struct {
 // New builds the console. It starts counting finished turns at once, for
 // the Overview's last hour; Close stops that.
 func New(opts Options) (*Console, error) {
-	if opts.Engine == nil {
-		return nil, errors.New("console: Options.Engine is required")
+	if opts.Door == nil || opts.View == nil {
+		return nil, errors.New("console: Options.Door and Options.View are required")
 	}
 	if opts.Events == nil {
 		return nil, errors.New("console: Options.Events is required")
@@ -120,7 +124,7 @@ func New(opts Options) (*Console, error) {
 	if c.logins == nil {
 		c.logins = throttle.New(throttle.Options{})
 	}
-	c.activity = watchActivity(opts.Engine.Events(), time.Now)
+	c.activity = watchActivity(opts.Door.Subscribe, time.Now)
 	return c, nil
 }
 

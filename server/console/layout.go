@@ -34,10 +34,8 @@ func (c *Console) layout(m *markup, r *http.Request, title string, main func(*ma
 	if sess := sessionFrom(r.Context()); sess != nil {
 		csrf = sess.csrf
 	}
-	pending := 0 // approvals waiting, for the navigation badge
-	if a := c.opts.Engine.Approvals(); a != nil {
-		pending = len(a.Pending(""))
-	}
+	waiting, _ := c.opts.View.Pending("") // approvals, for the navigation badge
+	pending := len(waiting)
 	c.head(m, title, true)
 	// Every htmx request carries the session's CSRF token.
 	m.open("body", "hx-headers", `{"X-CSRF-Token": "`+csrf+`"}`)

@@ -33,8 +33,8 @@ type modelRow struct {
 // handleOverview shows the process at a glance; its main part reloads
 // itself every few seconds.
 func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
-	e := c.opts.Engine
-	st := e.Queue().Stats()
+	view := c.opts.View
+	st := view.QueueStats()
 	d := overviewData{
 		Version: c.opts.Version, Started: c.opts.Started, Uptime: uptime(time.Since(c.opts.Started)),
 		Waiting: st.Waiting, Running: st.RunningChatKeys, Capacity: st.Capacity, Workers: st.Concurrency,
@@ -42,7 +42,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	d.Turns, d.Errors = c.activity.lastHour()
 	d.Young = time.Since(c.opts.Started) < time.Hour
 	// Only names and the provider/model pair: a model's settings hold its key.
-	for _, m := range e.Models().List() {
+	for _, m := range view.Models().List() {
 		d.Models = append(d.Models, modelRow{Name: m.Name, Provider: m.Config.Provider, Model: m.Config.Model, Default: m.Default})
 	}
 	if c.opts.Adapters != nil {
@@ -57,8 +57,7 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 			d.MCP = append(d.MCP, s)
 		}
 	}
-	if a := e.Approvals(); a != nil {
-		d.Approvals = len(a.Pending(""))
-	}
+	pending, _ := view.Pending("")
+	d.Approvals = len(pending)
 	c.render(w, r, "Overview", d.write)
 }

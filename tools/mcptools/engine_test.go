@@ -133,14 +133,14 @@ func newRig(t *testing.T, toolPolicy string) *rig {
 	t.Cleanup(func() { _, _ = eng.Close(context.Background()) })
 	eng.Register(channel, r.out)
 	r.eng = eng
-	r.sub, _ = eng.Events().Subscribe(nil, 0, 1024)
+	r.sub, _ = eng.Subscribe(nil, 0, 1024)
 	return r
 }
 
 func (r *rig) ask(chatID, msgID, userID, text string) ingress.Outcome {
 	r.t.Helper()
 	done := make(chan ingress.Outcome, 1)
-	_, err := r.eng.Ingress().Submit(context.Background(), ingress.Submission{
+	_, err := r.eng.Submit(context.Background(), ingress.Submission{
 		Channel: channel, ChatKey: "telegram:chat:" + chatID,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: msgID, UserID: userID, ChatType: "private"},
 		OnDone:  func(o ingress.Outcome) { done <- o },
@@ -176,7 +176,7 @@ func (r *rig) events(types ...string) []events.Event {
 
 func (r *rig) toolEntries(chatKey string) []chat.ChatLogEntryV1 {
 	var out []chat.ChatLogEntryV1
-	err := r.eng.Store().Scan(context.Background(), chatKey, func(e chat.ChatLogEntryV1) bool {
+	err := r.eng.Scan(context.Background(), chatKey, func(e chat.ChatLogEntryV1) bool {
 		if e.Role == chat.RoleTool {
 			out = append(out, e)
 		}
