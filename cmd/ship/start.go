@@ -26,6 +26,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/tasks"
 	"github.com/shipmyagent/ship/server"
 	"github.com/shipmyagent/ship/tools"
 )
@@ -74,12 +75,63 @@ SIGINT or SIGTERM stops intake, lets the running message finish and exits 0.`,
 
 func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags) error {
 	started := time.Now()
+	cfg, weakTokens, err := loadStartConfig(dir, f)
+	if err != nil {
+		return err
+	}
+	logDir := ""
+	if cfg.Log.File {
+		logDir = cfg.StatePath("logs")
+	}
+	log, closeLog, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Level, logDir)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	warnAboutConfig(log, cfg, weakTokens)
+
+	p, err := newParts(cfg, log)
+	if err != nil {
+		return err
+	}
+	// Closed after the engine: the running message may still call MCP tools.
+	defer p.mcp.close()
+	rep, err := joinCluster(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	eng, err := engine.New(rep.engineOptions(p.engineOptions(cfg, log)))
+	if err != nil {
+		rep.closeUnused()
+		return err
+	}
+	// In cluster mode the group outlives this replica: leave it last.
+	defer rep.leave()
+	fr, err := newFront(cfg, eng, p, rep, log, started)
+	if err != nil {
+		_, _ = eng.Close(ctx)
+		return err
+	}
+	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_, _ = eng.Close(ctx)
+		return fmt.Errorf("listening on %s: %w (is another ship running? pick another with --port)", addr, err)
+	}
+	return serve(ctx, cmd, running{cfg: cfg, eng: eng, parts: p, front: fr, rep: rep, log: log, ln: ln, started: started})
+}
+
+// loadStartConfig reads the project's configuration with the command
+// line's flags applied, and checks what start-up needs: a model that can
+// answer and API tokens strong enough for where ship listens. It returns
+// the settings whose token is weak but accepted (on loopback).
+func loadStartConfig(dir string, f startFlags) (config.Config, []string, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("project folder %s does not exist: create it with `ship init %s`", dir, dir)
+		return config.Config{}, nil, fmt.Errorf("project folder %s does not exist: create it with `ship init %s`", dir, dir)
 	}
 	cfg, err := config.Load(dir, nil)
 	if err != nil {
-		return err
+		return cfg, nil, err
 	}
 	if f.host != "" {
 		cfg.Server.Host = f.host
@@ -91,22 +143,14 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		cfg.LLM = llm.Config{Provider: llm.ProviderOffline}.Normalized()
 	}
 	if err := cfg.LLM.Validate(); err != nil {
-		return err
+		return cfg, nil, err
 	}
 	weakTokens, err := cfg.Server.CheckExposure()
-	if err != nil {
-		return err
-	}
+	return cfg, weakTokens, err
+}
 
-	logDir := ""
-	if cfg.Log.File {
-		logDir = cfg.StatePath("logs")
-	}
-	log, closeLog, err := newLogger(cmd.ErrOrStderr(), cfg.Log.Level, logDir)
-	if err != nil {
-		return err
-	}
-	defer closeLog()
+// warnAboutConfig logs what start-up accepts but a person should fix.
+func warnAboutConfig(log zerolog.Logger, cfg config.Config, weakTokens []string) {
 	for _, setting := range weakTokens {
 		log.Warn().Str("setting", setting).
 			Msg("API token is easy to guess: accepted on loopback only; make one with `openssl rand -hex 32`")
@@ -115,51 +159,61 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		log.Warn().Str("member", m).Msg("a tools.roles member names an api identity no caller has: " +
 			"API callers act as their token's identity (server.tokens), a request's userId is only a label")
 	}
+}
 
-	catalog, err := models.New(cfg.LLM)
-	if err != nil {
-		return err
+// parts are what the engine is built from, made before it.
+type parts struct {
+	catalog     *models.Catalog
+	modelName   string // "provider/model", for the log and /api/status
+	policy      *config.PolicyFile
+	book        *contacts.Book
+	skillTools  []agent.Tool
+	skillPrompt func() string
+	// shell is the one exec_shell: offered when ship.json turns it on, and
+	// its secret redaction used for every tool's audit entry either way.
+	shell *tools.ExecShell
+	mcp   *mcpServers
+}
+
+func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
+	p := parts{modelName: cfg.LLM.Provider + "/" + cfg.LLM.Model}
+	var err error
+	if p.catalog, err = models.New(cfg.LLM); err != nil {
+		return p, err
 	}
-	modelName := cfg.LLM.Provider + "/" + cfg.LLM.Model
-	policyFile, err := config.NewPolicyFile(cfg, log)
-	if err != nil {
-		return err
+	if p.policy, err = config.NewPolicyFile(cfg, log); err != nil {
+		return p, err
 	}
-	book, err := contacts.Open(cfg.StatePath("contacts.json"), log)
-	if err != nil {
-		return err
+	if p.book, err = contacts.Open(cfg.StatePath("contacts.json"), log); err != nil {
+		return p, err
 	}
-	skillTools, skillPrompt, err := newSkills(cfg, log)
-	if err != nil {
-		return err
+	if p.skillTools, p.skillPrompt, err = newSkills(cfg, log); err != nil {
+		return p, err
 	}
-	// One exec_shell: offered when ship.json turns it on, and its secret
-	// redaction used for every tool's audit entry either way.
-	shell := newExecShell(cfg, log)
+	p.shell = newExecShell(cfg, log)
 	if cfg.Tools.Exec.Enabled {
 		// In the background: running bwrap once takes longer than the rest
 		// of start-up, and its outcome is logged either way.
-		go shell.CheckSandbox(context.Background())
+		go p.shell.CheckSandbox(context.Background())
 	}
-	mcpServers := newMCP(cfg, log)
-	// Closed after the engine: the running message may still call MCP tools.
-	defer mcpServers.close()
-	rep, err := joinCluster(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	eng, err := engine.New(rep.engineOptions(engine.Options{
-		Tools:         toolsFor(cfg, book, shell, log, skillTools...),
-		Observe:       book.Learn,
-		Toolboxes:     mcpServers.toolboxes(),
-		Redact:        shell.Redact,
-		Policy:        policyFile.Current,
+	p.mcp = newMCP(cfg, log)
+	return p, nil
+}
+
+// engineOptions is the engine as ship.json sets it up.
+func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Options {
+	return engine.Options{
+		Tools:         toolsFor(cfg, p.book, p.shell, log, p.skillTools...),
+		Observe:       p.book.Learn,
+		Toolboxes:     p.mcp.toolboxes(),
+		Redact:        p.shell.Redact,
+		Policy:        p.policy.Current,
 		ApprovalsPath: cfg.StatePath("approvals.json"),
-		ModelName:     modelName,
+		ModelName:     p.modelName,
 		ChatsDir:      cfg.StatePath("chats"),
 		JournalPath:   cfg.StatePath("pending.jsonl"),
 		Durability:    chat.Durability(cfg.Store.Durability),
-		Models:        catalog,
+		Models:        p.catalog,
 		AgentMDPath:   cfg.AgentMDPath(),
 		History: agent.HistoryLimits{
 			MaxChats: cfg.History.MaxChats, MaxMessages: cfg.History.MaxMessages, MaxChars: cfg.History.MaxChars,
@@ -178,59 +232,72 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		ProjectDir: cfg.Dir,
 		Logger:     log,
 		// The skills, listed in every run's system prompt.
-		PromptSections: []func() string{skillPrompt},
+		PromptSections: []func() string{p.skillPrompt},
 
 		// Each chat's /model choice; llm.switch says who may switch.
 		ModelChoicesPath: cfg.StatePath("models.json"), ModelSwitch: cfg.LLM.Switch,
-	}))
-	if err != nil {
-		rep.closeUnused()
-		return err
 	}
-	// In cluster mode the group outlives this replica: leave it last.
-	defer rep.leave()
+}
+
+// front is what takes messages in: the platforms, the scheduler and the
+// HTTP server.
+type front struct {
+	platforms []adapters.Adapter
+	sched     *tasks.Scheduler
+	srv       *server.Server
+}
+
+func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log zerolog.Logger, started time.Time) (front, error) {
+	var fr front
 	platforms, webhooks, err := newAdapters(cfg, eng, log)
 	if err != nil {
-		_, _ = eng.Close(ctx)
-		return err
+		return fr, err
 	}
 	rep.prepare(platforms)
-	sched, err := newScheduler(cfg, eng, log)
-	if err != nil {
-		_, _ = eng.Close(ctx)
-		return err
+	fr.platforms = platforms
+	if fr.sched, err = newScheduler(cfg, eng, log); err != nil {
+		return fr, err
 	}
-	srv, err := server.New(server.Options{
-		Door: eng, View: eng, Token: cfg.Server.Token, Tokens: namedTokens(cfg.Server.Tokens), Version: version, Started: started, Model: modelName,
+	fr.srv, err = server.New(server.Options{
+		Door: eng, View: eng, Token: cfg.Server.Token, Tokens: namedTokens(cfg.Server.Tokens), Version: version, Started: started, Model: p.modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
-		MCP:         mcpServers.status,
-		CORSOrigins: cfg.Server.CORSOrigins, Tasks: sched,
-		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, ProjectDir: cfg.Dir, Redact: shell.Redact,
+		MCP:         p.mcp.status,
+		CORSOrigins: cfg.Server.CORSOrigins, Tasks: fr.sched,
+		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, ProjectDir: cfg.Dir, Redact: p.shell.Redact,
 		Cluster: rep.status(),
 	})
-	if err != nil {
-		_, _ = eng.Close(ctx)
-		return err
-	}
+	return fr, err
+}
 
-	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		_, _ = eng.Close(ctx)
-		return fmt.Errorf("listening on %s: %w (is another ship running? pick another with --port)", addr, err)
-	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	httpSrv.RegisterOnShutdown(srv.CloseStreams)
+// running is a started ship, from listening to shutdown.
+type running struct {
+	cfg     config.Config
+	eng     *engine.Engine
+	parts   parts
+	front   front
+	rep     *replica
+	log     zerolog.Logger
+	ln      net.Listener
+	started time.Time
+}
+
+// serve answers HTTP, recovers what the last stop left, starts the
+// platforms, the contacts book and the scheduler, and runs until ctx ends
+// (SIGTERM, SIGINT) or the HTTP server fails; then it shuts down in order.
+func serve(ctx context.Context, cmd *cobra.Command, r running) error {
+	log, eng := r.log, r.eng
+	httpSrv := &http.Server{Handler: r.front.srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv.RegisterOnShutdown(r.front.srv.CloseStreams)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
+	go func() { serveErr <- httpSrv.Serve(r.ln) }()
 
-	log.Info().Str("model", modelName).Str("project", cfg.Dir).Msg("model ready")
-	log.Info().Str("addr", "http://"+ln.Addr().String()).Bool("auth", cfg.Server.AuthOn()).Msg("http api listening")
+	log.Info().Str("model", r.parts.modelName).Str("project", r.cfg.Dir).Msg("model ready")
+	log.Info().Str("addr", "http://"+r.ln.Addr().String()).Bool("auth", r.cfg.Server.AuthOn()).Msg("http api listening")
 	adapterCtx, stopAdapters := context.WithCancel(context.Background())
 	// Its own context, not the adapters': MCP sessions outlive the
 	// platforms at shutdown, until the running message is done (the
 	// deferred close).
-	mcpServers.start(context.Background(), log)
+	r.parts.mcp.start(context.Background(), log)
 	// Recovery comes before the platforms receive anything: a chat's
 	// interrupted messages are queued ahead of its new ones, and a platform
 	// re-delivering one of them finds it already taken. The dispatchers
@@ -238,48 +305,53 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if n := eng.Recover(ctx); n > 0 {
 		log.Info().Int("messages", n).Msg("recovery: answering messages accepted before the last stop")
 	}
-	if err := rep.start(eng, cfg.Queue.Concurrency); err != nil {
+	if err := r.rep.start(eng, r.cfg.Queue.Concurrency); err != nil {
 		stopAdapters()
 		_, _ = eng.Close(ctx)
 		return err
 	}
-	adaptersDone := runAdapters(adapterCtx, platforms, rep, log)
+	adaptersDone := runAdapters(adapterCtx, r.front.platforms, r.rep, log)
 	contactsDone := make(chan struct{})
-	go func() { book.Run(adapterCtx); close(contactsDone) }()
+	go func() { r.parts.book.Run(adapterCtx); close(contactsDone) }()
 	defer func() {
 		<-contactsDone
 		// Messages taken while the engine drained are in the book too.
-		if err := book.Flush(); err != nil {
+		if err := r.parts.book.Flush(); err != nil {
 			log.Error().Err(err).Msg("saving contacts")
 		}
 	}()
-	schedDone := runScheduler(adapterCtx, sched, rep) // after Recover: interrupted runs go first
-	for _, a := range adapterStatus(platforms) {
-		log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
-	}
-	printReady(cmd.OutOrStdout(), ln.Addr().String(), modelName, cfg.Dir, time.Since(started), cfg.Server.ConsoleOn())
-	if cfg.Tools.Exec.Enabled {
-		fmt.Fprintf(cmd.OutOrStdout(), "exec_shell: %s\n", shell.SandboxStatus().Summary())
-	}
+	schedDone := runScheduler(adapterCtx, r.front.sched, r.rep) // after Recover: interrupted runs go first
+	r.announce(cmd.OutOrStdout())
 
+	stopIntake := func() {
+		// Platforms first: long polls and websockets end, so nothing new
+		// is taken while the running message finishes.
+		stopAdapters()
+		<-adaptersDone
+		<-schedDone
+		r.rep.stopTaking()
+	}
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("shutting down: intake stopped, finishing the running message")
 	case err := <-serveErr:
-		stopAdapters()
-		<-adaptersDone
-		<-schedDone
-		rep.stopTaking()
+		stopIntake()
 		_, _ = eng.Close(context.Background())
 		return fmt.Errorf("http server stopped: %w", err)
 	}
-	// Platforms first: long polls and websockets end, so nothing new is
-	// taken while the running message finishes.
-	stopAdapters()
-	<-adaptersDone
-	<-schedDone
-	rep.stopTaking()
+	stopIntake()
 	return shutdown(httpSrv, eng, log)
+}
+
+// announce tells the log and the person who started ship what runs.
+func (r running) announce(w io.Writer) {
+	for _, a := range adapterStatus(r.front.platforms) {
+		r.log.Info().Str("channel", a.Name).Str("state", a.State).Msg("adapter enabled")
+	}
+	printReady(w, r.ln.Addr().String(), r.parts.modelName, r.cfg.Dir, time.Since(r.started), r.cfg.Server.ConsoleOn())
+	if r.cfg.Tools.Exec.Enabled {
+		fmt.Fprintf(w, "exec_shell: %s\n", r.parts.shell.SandboxStatus().Summary())
+	}
 }
 
 // newExecShell builds exec_shell as ship.json sets it up: in the project

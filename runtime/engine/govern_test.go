@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -383,5 +384,50 @@ func TestApprovalRequestShowsBidiControlsEscaped(t *testing.T) {
 	}
 	if i := strings.IndexAny(req.Text, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"); i >= 0 {
 		t.Errorf("approval request %q has a raw bidi control at byte %d", req.Text, i)
+	}
+}
+
+// The console's Approve and a chat's /approve are one call (Decide): the
+// same approval decided from both, in either order, runs once, and the
+// second decider hears it was already approved.
+func TestAnApprovalDecidedFromTheConsoleAndTheChatRunsOnce(t *testing.T) {
+	for _, consoleFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("consoleFirst=%v", consoleFirst), func(t *testing.T) {
+			h := newHarness(t, harnessOptions{handler: fakeopenai.RunCommands, exec: true, policy: approvalPolicy})
+			group := chatKeyOf("-1001")
+			h.ask("-1001", "m1", "run: echo once-only")
+			code := approvalCode(t, h.waitFor(group, func(s sent) bool { return len(s.Buttons) > 0 }))
+			ctx := context.Background()
+			console := engine.Decider{Identity: "console:admin", Name: "the console (admin)", AsRole: "admin"}
+			boss := dispatch.RequestContext{Channel: testChannel, ChatID: "-1001", ChatKey: group, UserID: "boss", ChatType: "supergroup", MessageID: "m2"}
+			fromConsole := func() error { return h.engine.Decide(ctx, code, true, console) }
+			fromChat := func() string { reply, _ := h.engine.Command(ctx, "approve", code, boss); return reply }
+			if consoleFirst {
+				if err := fromConsole(); err != nil {
+					t.Fatalf("the console's approve: %v", err)
+				}
+			} else if reply := fromChat(); reply != "" {
+				t.Fatalf("the chat's approve: %q", reply)
+			}
+			h.waitFor(group, func(s sent) bool { return strings.Contains(s.Text, "once-only\\n") })
+			h.waitIdle()
+			if consoleFirst {
+				if reply := fromChat(); !strings.Contains(reply, "already approved") {
+					t.Errorf("the chat's approve after the console's: %q", reply)
+				}
+			} else if err := fromConsole(); !errors.Is(err, policy.ErrAlreadyApproved) {
+				t.Errorf("the console's approve after the chat's: %v", err)
+			}
+			h.waitIdle()
+			runs := 0
+			for _, e := range h.entries(group) {
+				if e.Role == chat.RoleTool && e.Meta["tool"] == "exec_shell" && e.Meta["outcome"] == "ok" {
+					runs++
+				}
+			}
+			if runs != 1 {
+				t.Errorf("exec_shell ran %d times, want once", runs)
+			}
+		})
 	}
 }
