@@ -283,7 +283,7 @@ func (l *loop) fail(err error) (AgentResult, error) {
 // choices merged into one (see mergeChoices).
 func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, error) {
 	opts := append([]llms.CallOption{llms.WithTools(l.tools)}, llm.CallOptionsOf(l.in.Call, l.r.opts.MaxTokens)...)
-	if l.r.opts.Stream && l.in.OnStep != nil {
+	if l.r.opts.Stream && l.in.OnStep != nil && (l.in.Watched == nil || *l.in.Watched) {
 		calls := toolCallStream{}
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
 			switch {

@@ -41,6 +41,11 @@ type AgentRunInput struct {
 	// Vision, when set, says whether this run's model takes images (the
 	// chat's own model); nil: Options.Vision.
 	Vision *bool
+	// Watched, when set, says whether anyone sees this run's text while it
+	// is written (a platform that shows replies live, an event stream);
+	// a run nobody watches asks the model for its answer whole, which
+	// costs less than streaming it. nil: as Options.Stream says.
+	Watched *bool
 }
 
 // Step event types.

@@ -35,6 +35,13 @@ type Live struct {
 	closed  bool
 }
 
+// Shows reports whether the run's platform shows a reply while it is
+// written (its dispatcher is a Streamer).
+func (l *Live) Shows() bool {
+	_, ok := l.disp.(Streamer)
+	return ok
+}
+
 // LiveOptions configure a Live.
 type LiveOptions struct {
 	// Resume holds the message ids an interrupted earlier attempt of the

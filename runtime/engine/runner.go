@@ -153,10 +153,16 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	audit := newAudit(r.Deliverer.Store, r.Redact, job.Route)
 	var replies dispatch.ReplyTexts
 	model, call, vision := r.pickModel(item.ChatKey, job, &log)
+	// Streaming the answer from the model costs more than taking it whole
+	// (the /api/execute benchmark: about a quarter of a turn with the HTTP
+	// fake): ask for it only when someone sees it being written.
+	watched := live.Shows() || job.OnStep != nil || (r.Events != nil && r.Events.Watches(events.Event{
+		Type: events.TypeContent, TaskID: item.ID, ChatKey: item.ChatKey, Channel: job.Route.Channel}))
 	res, err := r.runAgent(ctx, job, agent.AgentRunInput{
 		Model:        model,
 		Call:         call,
 		Vision:       vision,
+		Watched:      &watched,
 		ChatKey:      item.ChatKey,
 		Route:        job.Route,
 		Instructions: job.Text,

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/journal"
 )
 
@@ -93,5 +95,34 @@ func TestRecoveryFinishesOrRemovesHalfWrittenReplies(t *testing.T) {
 	}
 	if n := len(h.out.all()); n != 0 {
 		t.Errorf("%d replies sent anew; the half-written ones are finished in place", n)
+	}
+}
+
+// A run asks the model to stream its answer only when someone can see it
+// being written: a platform that shows replies live, or an event stream
+// that would carry the run's content. Nobody watching (or only a counter
+// of finished runs, or a stream of another chat), the answer comes whole,
+// which costs less.
+func TestTheModelStreamsOnlyWhenSomeoneWatches(t *testing.T) {
+	h := newHarness(t, harnessOptions{handler: fakeopenai.EchoChatSend, stream: true})
+	ask := func(id string) bool {
+		h.ask("1", id, "hello "+id)
+		reqs := h.fake.Requests()
+		return reqs[len(reqs)-1].Stream
+	}
+	if ask("m1") {
+		t.Error("nobody watching: the model was asked to stream")
+	}
+	final, _ := h.engine.Subscribe(events.Event.Final, 0, 16)
+	defer final.Close()
+	other, _ := h.engine.Subscribe(func(e events.Event) bool { return e.ChatKey == chatKeyOf("2") }, 0, 16)
+	defer other.Close()
+	if ask("m2") {
+		t.Error("only a counter of finished runs and another chat's stream: the model was asked to stream")
+	}
+	this, _ := h.engine.Subscribe(func(e events.Event) bool { return e.ChatKey == chatKeyOf("1") }, 0, 256)
+	defer this.Close()
+	if !ask("m3") {
+		t.Error("this chat's event stream open: the model was not asked to stream")
 	}
 }

@@ -170,6 +170,24 @@ func (s *Subscription) overflow() {
 	}
 }
 
+// Watches reports whether anyone would see e if it were published now: a
+// subscription whose filter takes it, or (cluster mode) the other
+// replicas, whose subscribers this one cannot ask. A run whose content
+// nobody watches need not stream its text from the model.
+func (b *Bus) Watches(e Event) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.relay != nil {
+		return true
+	}
+	for s := range b.subs {
+		if s.filter == nil || s.filter(e) {
+			return true
+		}
+	}
+	return false
+}
+
 // Subscribers is how many subscriptions are open.
 func (b *Bus) Subscribers() int {
 	b.mu.Lock()
