@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -44,19 +43,7 @@ func TestExecuteSaysSuccessFalseWhenTheReplyWasNotDelivered(t *testing.T) {
 	}
 
 	// Streamed, the run ends with the error event instead of task_completed.
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/execute", strings.NewReader(`{"instructions":"again","chatId":"blocked"}`))
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan sseEvent, 256)
-	go readSSE(resp, ch)
-	var evs []sseEvent
-	for ev := range ch {
-		evs = append(evs, ev)
-	}
+	evs := e.streamExecute("/api/execute", `{"instructions":"again","chatId":"blocked"}`)
 	fin := evs[len(evs)-1]
 	if fin.typ() != "error" || fin.str("errorCode") != "DELIVERY_FAILED" || fin.str("errorMessage") != "reply not delivered: "+refusedReason {
 		t.Errorf("stream ended with %v, want DELIVERY_FAILED with the reason", fin.Data)

@@ -271,22 +271,7 @@ func TestSendValidationNamesTheField(t *testing.T) {
 
 func TestExecuteCanStreamItsRun(t *testing.T) {
 	e := newEnv(t, setup{stream: true})
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/execute", strings.NewReader(`{"instructions":"stream me","chatId":"x"}`))
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
-	}
-	ch := make(chan sseEvent, 256)
-	go readSSE(resp, ch)
-	var evs []sseEvent
-	for ev := range ch { // the stream closes right after its final event
-		evs = append(evs, ev)
-	}
+	evs := e.streamExecute("/api/execute", `{"instructions":"stream me","chatId":"x"}`)
 	if len(evs) == 0 || evs[len(evs)-1].typ() != "task_completed" {
 		t.Fatalf("stream: %s", types(evs))
 	}
@@ -427,4 +412,28 @@ func TestCORSAllowsOnlyConfiguredOrigins(t *testing.T) {
 	if r.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Error("CORS allowed without configuration")
 	}
+}
+
+// streamExecute posts body to path (/api/execute, perhaps with a query)
+// asking for the run's events, and returns every event of the stream,
+// which closes right after its final one.
+func (e *env) streamExecute(path, body string) []sseEvent {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		e.t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+	ch := make(chan sseEvent, 256)
+	go readSSE(resp, ch)
+	var evs []sseEvent
+	for ev := range ch {
+		evs = append(evs, ev)
+	}
+	return evs
 }

@@ -66,23 +66,13 @@ func TestEventStreamsNameEachEventOnRequest(t *testing.T) {
 	}
 
 	// A streamed /api/execute takes it the same way.
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/execute?events=named", strings.NewReader(`{"instructions":"hi","chatId":"x"}`))
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan sseEvent, 256)
-	go readSSE(resp, ch)
-	n := 0
-	for ev := range ch {
-		n++
+	evs := e.streamExecute("/api/execute?events=named", `{"instructions":"hi","chatId":"x"}`)
+	for _, ev := range evs {
 		if ev.Name != ev.typ() {
 			t.Errorf("/api/execute?events=named: frame with event line %q and type %q", ev.Name, ev.typ())
 		}
 	}
-	if n == 0 {
+	if len(evs) == 0 {
 		t.Error("the streamed execute sent no events")
 	}
 

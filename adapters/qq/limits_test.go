@@ -10,6 +10,7 @@ import (
 
 	"github.com/shipmyagent/ship/adapters/qq"
 	"github.com/shipmyagent/ship/adapters/split"
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeclock"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/fakeqq"
@@ -62,22 +63,7 @@ func (e *env) subscribe(chatKey string) *events.Subscription {
 // (task_completed or error), which comes last.
 func (e *env) run(sub *events.Subscription) []events.Event {
 	e.t.Helper()
-	ctx := e.ctx()
-	var evs []events.Event
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				e.t.Fatal("event subscription closed")
-			}
-			evs = append(evs, ev)
-			if ev.Final() {
-				return evs
-			}
-		case <-ctx.Done():
-			e.t.Fatal("hang guard: no final run event")
-		}
-	}
+	return adaptertest.RunEvents(e.t, sub)
 }
 
 // chatSendResults are the results of a run's chat_send calls, as the model

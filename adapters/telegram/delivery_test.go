@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shipmyagent/ship/internal/adaptertest"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -22,22 +23,7 @@ func (e *env) runEvents(chatKey string, push func()) []events.Event {
 	sub, _ := e.engine.Subscribe(func(ev events.Event) bool { return ev.ChatKey == chatKey }, 0, 1024)
 	defer sub.Close()
 	push()
-	ctx := e.ctx()
-	var evs []events.Event
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				e.t.Fatal("event subscription closed")
-			}
-			evs = append(evs, ev)
-			if ev.Final() {
-				return evs
-			}
-		case <-ctx.Done():
-			e.t.Fatal("hang guard: no final run event")
-		}
-	}
+	return adaptertest.RunEvents(e.t, sub)
 }
 
 // undelivered returns the chat log's entries marked as a reply that did

@@ -17,6 +17,7 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/tools"
 )
@@ -122,4 +123,26 @@ func Files(t testing.TB, e chat.ChatLogEntryV1) []media.File {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// RunEvents collects the events sub receives up to the one that ends a
+// run (task_completed or error), which comes last.
+func RunEvents(t testing.TB, sub *events.Subscription) []events.Event {
+	t.Helper()
+	ctx := Ctx(t)
+	var evs []events.Event
+	for {
+		select {
+		case ev, ok := <-sub.C:
+			if !ok {
+				t.Fatal("event subscription closed")
+			}
+			evs = append(evs, ev)
+			if ev.Final() {
+				return evs
+			}
+		case <-ctx.Done():
+			t.Fatal("hang guard: no final run event")
+		}
+	}
 }
