@@ -19,13 +19,8 @@ import (
 // turn after an approval are all refused when the queue is full, each
 // with an error event, and differ only in what their submission says.
 func TestEverySourceRespectsTheQueueCapacity(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{}, 10)
-	h := newHarness(t, harnessOptions{capacity: 1, handler: func(r fakeopenai.Request) fakeopenai.Response {
-		started <- struct{}{}
-		<-release
-		return fakeopenai.EchoChatSend(r)
-	}})
+	release, started, handler := heldModel()
+	h := newHarness(t, harnessOptions{capacity: 1, handler: handler})
 	t.Cleanup(func() { close(release) })
 	sub, _ := h.engine.Subscribe(func(e events.Event) bool { return e.Type == events.TypeError }, 0, 16)
 	defer sub.Close()
@@ -64,5 +59,17 @@ func TestEverySourceRespectsTheQueueCapacity(t *testing.T) {
 		case <-time.After(10 * time.Second): // hang guard
 			t.Fatalf("%s: no refusal event", name)
 		}
+	}
+}
+
+// heldModel is a model that holds every call until release is closed,
+// saying on started when a call came in: a run stays running while a test
+// fills the queue behind it.
+func heldModel() (release chan struct{}, started chan struct{}, handler fakeopenai.Handler) {
+	release, started = make(chan struct{}), make(chan struct{}, 10)
+	return release, started, func(r fakeopenai.Request) fakeopenai.Response {
+		started <- struct{}{}
+		<-release
+		return fakeopenai.EchoChatSend(r)
 	}
 }

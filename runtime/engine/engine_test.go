@@ -260,13 +260,8 @@ func TestPerChatOrderWithConcurrency4And50Chats(t *testing.T) {
 }
 
 func TestQueueFullIsATypedErrorAndTheMessageIsKept(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{}, 10)
-	h := newHarness(t, harnessOptions{capacity: 1, handler: func(r fakeopenai.Request) fakeopenai.Response {
-		started <- struct{}{}
-		<-release
-		return fakeopenai.EchoChatSend(r)
-	}})
+	release, started, handler := heldModel()
+	h := newHarness(t, harnessOptions{capacity: 1, handler: handler})
 	first := h.send("1", "a", "first")
 	<-started // the first is running; the queue now holds one waiting item at most
 	second := h.send("1", "b", "second")
