@@ -1,9 +1,11 @@
 package fakeanthropic
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/shipmyagent/ship/internal/fakehttp"
 )
@@ -45,6 +47,10 @@ type reply struct {
 	blocks []outBlock // text first (if any), then the tool uses
 	stop   string
 	usage  outUsage
+
+	pace         Pace
+	streamErr    string // an error event's type: sent instead of the content
+	streamErrMsg string
 }
 
 func (rp reply) message() message {
@@ -61,8 +67,9 @@ func writeMessage(w http.ResponseWriter, rp reply) {
 // after every event: message_start, then for each block content_block_start,
 // its deltas and content_block_stop, then message_delta (stop reason and
 // output tokens) and message_stop. Write errors (a client that went away)
-// end the stream.
-func writeStream(w http.ResponseWriter, rp reply) {
+// end the stream. With rp.streamErr the content is an error event instead,
+// and the stream ends after it.
+func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
@@ -88,6 +95,30 @@ func writeStream(w http.ResponseWriter, rp reply) {
 		!send("ping", obj{"type": "ping"}) {
 		return
 	}
+	if rp.streamErr != "" {
+		// The shape of the example under "Error events" in
+		// https://docs.anthropic.com/en/api/messages-streaming.
+		msg := rp.streamErrMsg
+		if msg == "" {
+			msg = "Overloaded"
+		}
+		send("error", obj{"type": "error", "error": obj{"type": rp.streamErr, "message": msg}})
+		return
+	}
+	// paced waits before a piece of a paced answer; false: the client left.
+	paced := func() bool {
+		if rp.pace.Every <= 0 {
+			return true
+		}
+		t := time.NewTimer(rp.pace.Every)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for i, b := range rp.blocks {
 		first := b
 		var deltas []obj
@@ -95,14 +126,22 @@ func writeStream(w http.ResponseWriter, rp reply) {
 		case "text":
 			empty := ""
 			first.Text = &empty
-			for _, piece := range fakehttp.SplitWords(*b.Text, maxChunkText) {
+			pieces := fakehttp.SplitWords(*b.Text, maxChunkText)
+			if rp.pace.Bytes > 0 {
+				pieces = fakehttp.SplitBytes(*b.Text, rp.pace.Bytes)
+			}
+			for _, piece := range pieces {
 				deltas = append(deltas, obj{"type": "text_delta", "text": piece})
 			}
 		case "tool_use":
 			first.Input = json.RawMessage(`{}`)
 			// The real API opens every tool input with an empty fragment.
 			deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": ""})
-			for _, frag := range fakehttp.Fragments(string(b.Input), maxFragment) {
+			frags := fakehttp.Fragments(string(b.Input), maxFragment)
+			if rp.pace.Bytes > 0 {
+				frags = fakehttp.SplitBytes(string(b.Input), rp.pace.Bytes)
+			}
+			for _, frag := range frags {
 				deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": frag})
 			}
 		}
@@ -110,6 +149,10 @@ func writeStream(w http.ResponseWriter, rp reply) {
 			return
 		}
 		for _, d := range deltas {
+			// The empty fragment a tool input opens with is no piece.
+			if opening := d["partial_json"] == ""; !opening && !paced() {
+				return
+			}
 			if !send("content_block_delta", obj{"type": "content_block_delta", "index": i, "delta": d}) {
 				return
 			}

@@ -5,7 +5,10 @@
 // input_schema, stop_reason and usage, the server-sent-event stream
 // (message_start, content_block_start, content_block_delta with text_delta
 // or input_json_delta, content_block_stop, message_delta, message_stop) and
-// the {"type":"error","error":{...}} error body. An unmodified client such
+// the {"type":"error","error":{...}} error body, and on demand a slowly
+// written stream (Response.Pace) or an error event after HTTP 200
+// (Response.StreamError, as the real API sends overloaded_error under
+// load). An unmodified client such
 // as langchaingo's llms/anthropic can be pointed at it with
 // anthropic.WithBaseURL(server.BaseURL()). Replies are scripted by a
 // Handler; EchoChatSend is the default.
@@ -23,6 +26,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shipmyagent/ship/internal/fakehttp"
 )
@@ -203,6 +207,25 @@ type Response struct {
 	// InputTokens and OutputTokens are reported in usage; zero means a
 	// rough count (about four bytes per token).
 	InputTokens, OutputTokens int
+	// StreamError, when set on a streamed answer, is the type of an error
+	// event (overloaded_error, say) sent after HTTP 200, message_start and
+	// ping instead of the content; the stream ends there. The real API
+	// does this under load: "Error events" in
+	// https://docs.anthropic.com/en/api/messages-streaming, where an
+	// overloaded_error stands for what would be an HTTP 529 without
+	// streaming. StreamErrorMessage is its text ("Overloaded" when empty).
+	StreamError        string
+	StreamErrorMessage string
+	// Pace, when set, makes a streamed answer come slowly, as from a real
+	// model: text and each tool input in pieces of Pace.Bytes (at least
+	// 1), with Pace.Every before each piece.
+	Pace Pace
+}
+
+// Pace is how fast a streamed answer is written (see Response.Pace).
+type Pace struct {
+	Bytes int
+	Every time.Duration
 }
 
 // Handler scripts the fake model: it is called once for every valid

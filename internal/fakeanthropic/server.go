@@ -2,6 +2,7 @@ package fakeanthropic
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -132,7 +133,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, rejected)
 		return
 	}
-	s.answer(w, r)
+	s.answer(req.Context(), w, r)
 }
 
 // checkHeaders requires x-api-key (equal to Options.APIKey when set) and
@@ -152,7 +153,7 @@ func (s *Server) checkHeaders(req *http.Request) *apiError {
 }
 
 // answer runs the handler on a copy of r and writes its response.
-func (s *Server) answer(w http.ResponseWriter, r Request) {
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request) {
 	h := *s.handler.Load()
 	resp := h(r.clone())
 	if resp.Status != 0 && resp.Status != http.StatusOK {
@@ -160,7 +161,7 @@ func (s *Server) answer(w http.ResponseWriter, r Request) {
 		return
 	}
 	rp := reply{id: fmt.Sprintf("msg_fake%d", s.messages.Add(1)), model: r.Model, stop: resp.StopReason,
-		blocks: []outBlock{}}
+		blocks: []outBlock{}, pace: resp.Pace, streamErr: resp.StreamError, streamErrMsg: resp.StreamErrorMessage}
 	if resp.Text != "" {
 		text := resp.Text
 		rp.blocks = append(rp.blocks, outBlock{Type: "text", Text: &text})
@@ -194,7 +195,7 @@ func (s *Server) answer(w http.ResponseWriter, r Request) {
 		rp.usage.OutputTokens = outputTokens(resp)
 	}
 	if r.Stream {
-		writeStream(w, rp)
+		writeStream(ctx, w, rp)
 	} else {
 		writeMessage(w, rp)
 	}
