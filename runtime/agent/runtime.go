@@ -32,7 +32,8 @@ type Options struct {
 	// MaxTokens caps each model answer (max_tokens); 0 → llm.DefaultMaxTokens.
 	MaxTokens int
 	// Stream asks the model to stream its text, which is passed to OnStep
-	// as text_delta events.
+	// as text_delta events, and its tool calls' input, passed as
+	// tool_call_delta events.
 	Stream bool
 	// ModelRetries is how often a transient model error (429, 5xx, network)
 	// is retried; RetryBackoff is the first wait, doubled each time, with
@@ -296,6 +297,10 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, err
 				l.emit(ctx, StepEvent{Type: StepTextDelta, Step: step, Text: string(chunk)})
 			}
 			return nil
+		}), llm.WithToolInputStream(func(ctx context.Context, call int, name, piece string) {
+			// Claude's tool input: langchaingo's Anthropic client does not
+			// pass it to the streaming func (see llm.WithToolInputStream).
+			l.emit(ctx, StepEvent{Type: StepToolCallDelta, Step: step, CallIndex: call, Tool: l.names.policy(name), Text: piece})
 		}))
 	}
 	transient := 0

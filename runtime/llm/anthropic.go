@@ -22,14 +22,26 @@ import (
 // may answer a tool result with nothing to add (stop_reason end_turn and
 // "content": []), which langchaingo reports as anthropic.ErrEmptyResponse;
 // that becomes one empty choice instead of a failed call.
+//
+// A streamed call is tapped (see sseDoer): tool input reaches the
+// WithToolInputStream func while Claude writes it, each tool call keeps its
+// input as Claude sent it, and an error event in the stream (overloaded)
+// is typed like the HTTP status it stands for.
 type oneCallPerMessage struct {
 	llms.Model
 }
 
 func (m *oneCallPerMessage) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
-	resp, err := m.Model.GenerateContent(ctx, splitToolCalls(dataURLsToBinary(msgs)), opts...)
+	callCtx, streamed := startStreamedCall(ctx, opts)
+	resp, err := m.Model.GenerateContent(callCtx, splitToolCalls(dataURLsToBinary(msgs)), opts...)
 	if errors.Is(err, anthropic.ErrEmptyResponse) && ctx.Err() == nil {
 		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{StopReason: "end_turn"}}}, nil
+	}
+	if streamed != nil {
+		if err != nil {
+			return resp, streamed.classify(err)
+		}
+		streamed.rawInputs(resp)
 	}
 	return resp, err
 }

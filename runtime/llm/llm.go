@@ -140,7 +140,7 @@ func New(c Config) (llms.Model, error) {
 	case ProviderOffline:
 		return NewOffline(), nil
 	case ProviderAnthropic:
-		opts := []anthropic.Option{anthropic.WithToken(c.APIKey), anthropic.WithModel(c.Model), anthropic.WithHTTPClient(client)}
+		opts := []anthropic.Option{anthropic.WithToken(c.APIKey), anthropic.WithModel(c.Model), anthropic.WithHTTPClient(sseDoer{client})}
 		if c.BaseURL != "" {
 			opts = append(opts, anthropic.WithBaseURL(c.BaseURL))
 		}
