@@ -143,17 +143,29 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	}
 	pace := rp.resp.Pace
 	first := true
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	sent := 0 // pieces of text or arguments sent
 	delta := func(d outDelta, finish *string) bool {
-		if pace.Every > 0 && finish == nil {
-			t := time.NewTimer(pace.Every)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
+		if pace.Every > 0 && finish == nil && !wait(pace.Every) {
+			return false
+		}
+		piece := d.Content != nil && *d.Content != "" || len(d.ToolCalls) > 0 && d.ToolCalls[0].Function.Arguments != ""
+		if piece {
+			if pace.Stall > 0 && sent == pace.StallAfter && !wait(pace.Stall) {
 				return false
 			}
+			sent++
 		}
-		if first && finish == nil && (d.Content != nil && *d.Content != "" || len(d.ToolCalls) > 0 && d.ToolCalls[0].Function.Arguments != "") {
+		if first && finish == nil && piece {
 			// Timed as it is written: from here on the client may act on it.
 			first = false
 			if rp.firstPiece != nil {

@@ -170,6 +170,11 @@ type Response struct {
 type Pace struct {
 	Bytes int
 	Every time.Duration
+	// Stall, when set, holds the answer that long after its first
+	// StallAfter pieces (content and argument pieces, as Bytes cuts
+	// them), as a server that hangs mid-answer.
+	Stall      time.Duration
+	StallAfter int
 }
 
 // Handler scripts the fake model: it is called once for every valid request,

@@ -355,12 +355,8 @@ func applyEnv(cfg *Config, lookup LookupEnv) error {
 		}
 		cfg.Server.Port = p
 	}
-	if v, ok := lookup("LLM_MAX_TOKENS"); ok && v != "" {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil {
-			return fmt.Errorf("%w: LLM_MAX_TOKENS=%q is not a whole number of tokens", ErrInvalid, v)
-		}
-		cfg.LLM.MaxTokens = n
+	if err := applyLLMEnv(cfg, lookup); err != nil {
+		return err
 	}
 	if v, ok := lookup("QQ_SANDBOX"); ok && v != "" {
 		b, err := strconv.ParseBool(v)

@@ -6,8 +6,12 @@ import (
 	"github.com/shipmyagent/ship/runtime/models"
 )
 
-// validateModels checks llm.models and llm.switch.
+// validateModels checks llm.models, llm.switch, and how the default model
+// is reached (llm.timeouts, llm.maxTokensField).
 func (c *Config) validateModels() error {
+	if err := c.LLM.ValidateTransport("llm"); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if err := c.LLM.ValidateModels(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
@@ -26,11 +24,17 @@ const (
 
 // Config selects and reaches a model.
 type Config struct {
-	Provider string        `json:"provider,omitempty"`
-	Model    string        `json:"model,omitempty"`
-	BaseURL  string        `json:"baseUrl,omitempty"` // OpenAI-style base that already ends in /v1
-	APIKey   string        `json:"apiKey,omitempty"`
-	Timeout  time.Duration `json:"-"` // per model call; 0 → 120 s
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	BaseURL  string `json:"baseUrl,omitempty"` // OpenAI-style base that already ends in /v1
+	APIKey   string `json:"apiKey,omitempty"`
+	// Timeouts bound the waits on the model's server; an entry of Models
+	// takes each unset one from here.
+	Timeouts Timeouts `json:"timeouts,omitempty"`
+	// MaxTokensField names the request field that carries the answer cap
+	// (MaxTokensAuto, MaxTokensLegacy or MaxTokensCompletion); see
+	// SentMaxTokensField.
+	MaxTokensField string `json:"maxTokensField,omitempty"`
 
 	// MaxTokens caps the length of each model answer, in tokens; the
 	// runtime sends it with every call (agent.Options.MaxTokens). 0 →
@@ -95,8 +99,9 @@ func (c Config) Normalized() Config {
 		}
 	}
 	c.BaseURL = strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
-	if c.Timeout <= 0 {
-		c.Timeout = 120 * time.Second
+	c.MaxTokensField = strings.ToLower(strings.TrimSpace(c.MaxTokensField))
+	if c.MaxTokensField == "" {
+		c.MaxTokensField = MaxTokensAuto
 	}
 	if c.MaxTokens == 0 {
 		c.MaxTokens = DefaultMaxTokens
@@ -135,7 +140,7 @@ func New(c Config) (llms.Model, error) {
 		return nil, err
 	}
 	c = c.Normalized()
-	client := &http.Client{Timeout: c.Timeout}
+	client := httpClient(c.Timeouts)
 	switch c.Provider {
 	case ProviderOffline:
 		return NewOffline(), nil
@@ -160,8 +165,10 @@ func New(c Config) (llms.Model, error) {
 		if c.BaseURL != "" {
 			opts = append(opts, openai.WithBaseURL(c.BaseURL))
 		}
-		// langchaingo's OpenAI client drops top_p: withTopP sends it.
-		opts = append(opts, openai.WithHTTPClient(topPDoer{client}))
+		// langchaingo's OpenAI client drops top_p and always names the
+		// answer cap max_completion_tokens: bodyDoer puts both right.
+		doer := bodyDoer{c: client, legacyMaxTokens: c.SentMaxTokensField() == MaxTokensLegacy}
+		opts = append(opts, openai.WithHTTPClient(doer))
 		m, err := openai.New(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("creating openai client: %w", err)

@@ -35,7 +35,7 @@ type Named struct {
 // default), then each of c.Models by name. An entry without a provider
 // takes provider, baseUrl and apiKey from c (another model of the same
 // service); one with a provider stands alone. Either way an entry without
-// maxTokens takes c's. Every Config is normalized.
+// maxTokens or maxTokensField takes c's, and each timeout it leaves unset. Every Config is normalized.
 func (c Config) Entries() []Named {
 	def := c
 	def.Models, def.Switch = nil, ""
@@ -63,9 +63,10 @@ func (c Config) entry(e Config) Config {
 	if e.MaxTokens == 0 {
 		e.MaxTokens = c.MaxTokens
 	}
-	if e.Timeout == 0 {
-		e.Timeout = c.Timeout
+	if e.MaxTokensField == "" {
+		e.MaxTokensField = c.MaxTokensField
 	}
+	e.Timeouts = e.Timeouts.or(c.Timeouts)
 	return e.Normalized()
 }
 
@@ -92,6 +93,9 @@ func (c Config) ValidateModels() error {
 			return fmt.Errorf("%w: %s.provider is empty and the top-level llm has none to lend it: set provider (openai, anthropic or offline)", ErrBadModelEntry, where)
 		default:
 			return fmt.Errorf("%w: %s.provider %q must be openai, anthropic or offline", ErrBadModelEntry, where, raw.Provider)
+		}
+		if err := raw.ValidateTransport(where); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadModelEntry, err)
 		}
 		if e.Provider == ProviderOffline {
 			continue

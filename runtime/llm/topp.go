@@ -3,18 +3,24 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
+	"net/url"
+	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 )
 
-// langchaingo v0.1.14's OpenAI client reads llms.WithTopP but never puts
-// it in the request (its ChatRequest has a top_p field that GenerateContent
-// leaves empty). withTopP carries the value in the call's context, and
-// topPDoer, the client's HTTP doer, writes it into the request body.
+// langchaingo v0.1.14's OpenAI client gets two things of the request body
+// wrong for ship: it reads llms.WithTopP but never puts it in the request
+// (its ChatRequest has a top_p field that GenerateContent leaves empty),
+// and it always names the answer cap max_completion_tokens, which several
+// OpenAI-compatible servers (DeepSeek and others) do not read, so their
+// answers go uncapped. withTopP carries top_p in the call's context, and
+// bodyDoer, the client's HTTP doer, writes both into the body in one go.
 
 type topPKey struct{}
 
@@ -32,13 +38,64 @@ func (m withTopP) GenerateContent(ctx context.Context, msgs []llms.MessageConten
 	return m.Model.GenerateContent(ctx, msgs, options...)
 }
 
-// topPDoer sends requests through c, adding "top_p" to the JSON body of a
-// request whose context carries one.
-type topPDoer struct{ c *http.Client }
+// Values of Config.MaxTokensField.
+const (
+	// MaxTokensAuto sends max_completion_tokens to OpenAI itself
+	// (api.openai.com, or no base URL) and max_tokens to any other server.
+	MaxTokensAuto = "auto"
+	// MaxTokensLegacy always sends max_tokens.
+	MaxTokensLegacy = "max_tokens"
+	// MaxTokensCompletion always sends max_completion_tokens.
+	MaxTokensCompletion = "max_completion_tokens"
+)
 
-func (d topPDoer) Do(req *http.Request) (*http.Response, error) {
-	p, ok := req.Context().Value(topPKey{}).(float64)
-	if !ok || req.Body == nil {
+// SentMaxTokensField is the name of the field that carries the answer cap
+// in c's OpenAI requests: MaxTokensLegacy or MaxTokensCompletion.
+func (c Config) SentMaxTokensField() string {
+	switch strings.ToLower(strings.TrimSpace(c.MaxTokensField)) {
+	case MaxTokensLegacy:
+		return MaxTokensLegacy
+	case MaxTokensCompletion:
+		return MaxTokensCompletion
+	}
+	if c.BaseURL == "" {
+		return MaxTokensCompletion
+	}
+	if u, err := url.Parse(c.BaseURL); err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
+		return MaxTokensCompletion
+	}
+	return MaxTokensLegacy
+}
+
+// ErrBadMaxTokensField is wrapped by ValidateTransport.
+var ErrBadMaxTokensField = errors.New("invalid maxTokensField")
+
+// ValidateTransport checks how c reaches its server: its timeouts and
+// maxTokensField, each named as in ship.json under where ("llm", or
+// "llm.models.NAME"). Unset values are valid: they take defaults.
+func (c Config) ValidateTransport(where string) error {
+	if err := c.Timeouts.Validate(where + ".timeouts"); err != nil {
+		return err
+	}
+	switch strings.ToLower(strings.TrimSpace(c.MaxTokensField)) {
+	case "", MaxTokensAuto, MaxTokensLegacy, MaxTokensCompletion:
+		return nil
+	}
+	return fmt.Errorf("%w: %s.maxTokensField (LLM_MAX_TOKENS_FIELD) %q must be %q, %q or %q",
+		ErrBadMaxTokensField, where, c.MaxTokensField, MaxTokensAuto, MaxTokensLegacy, MaxTokensCompletion)
+}
+
+// bodyDoer sends requests through c, adding "top_p" to the JSON body of a
+// request whose context carries one and, when legacyMaxTokens is set,
+// renaming max_completion_tokens to max_tokens.
+type bodyDoer struct {
+	c               *http.Client
+	legacyMaxTokens bool
+}
+
+func (d bodyDoer) Do(req *http.Request) (*http.Response, error) {
+	p, hasTopP := req.Context().Value(topPKey{}).(float64)
+	if (!hasTopP && !d.legacyMaxTokens) || req.Body == nil {
 		return d.c.Do(req)
 	}
 	body, err := io.ReadAll(req.Body)
@@ -46,16 +103,46 @@ func (d topPDoer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the model request: %w", err)
 	}
-	// The body is encoding/json's rendering of a struct whose top_p is
-	// always empty (omitted): splicing the field in after the opening
-	// brace cannot make a duplicate key.
-	if len(body) > 2 && body[0] == '{' {
-		field := `{"top_p":` + strconv.FormatFloat(p, 'g', -1, 64) + `,`
-		body = append([]byte(field), body[1:]...)
+	body, err = d.rewrite(body, p, hasTopP)
+	if err != nil {
+		return nil, err
 	}
 	req = req.Clone(req.Context())
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	req.ContentLength = int64(len(body))
 	return d.c.Do(req)
+}
+
+// rewrite returns body with top_p set (when hasTopP) and the answer cap
+// under the name the server reads. Only top-level keys are touched: a
+// tool's schema may well have a property of the same name.
+func (d bodyDoer) rewrite(body []byte, topP float64, hasTopP bool) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		// Not a JSON object: not a chat request, nothing of ours in it.
+		return body, nil
+	}
+	changed := false
+	if hasTopP {
+		v, err := json.Marshal(topP)
+		if err != nil {
+			return nil, fmt.Errorf("encoding top_p: %w", err)
+		}
+		fields["top_p"] = v
+		changed = true
+	}
+	if v, ok := fields[MaxTokensCompletion]; ok && d.legacyMaxTokens {
+		delete(fields, MaxTokensCompletion)
+		fields[MaxTokensLegacy] = v
+		changed = true
+	}
+	if !changed {
+		return body, nil
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the model request: %w", err)
+	}
+	return out, nil
 }
