@@ -284,8 +284,9 @@ func (l *loop) fail(err error) (AgentResult, error) {
 // choices merged into one (see mergeChoices).
 func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, error) {
 	opts := append([]llms.CallOption{llms.WithTools(l.tools)}, llm.CallOptionsOf(l.in.Call, l.r.opts.MaxTokens)...)
-	if l.r.opts.Stream && l.in.OnStep != nil && (l.in.Watched == nil || *l.in.Watched) {
-		calls := toolCallStream{}
+	streaming := l.r.opts.Stream && l.in.OnStep != nil && (l.in.Watched == nil || *l.in.Watched)
+	var calls toolCallStream
+	if streaming {
 		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
 			switch {
 			case len(chunk) == 0:
@@ -304,7 +305,13 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, err
 		}))
 	}
 	transient := 0
-	for {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && streaming {
+			// What the failed attempt streamed is void: whoever shows it
+			// starts over, and the new attempt's calls count from 0.
+			calls = toolCallStream{}
+			l.emit(ctx, StepEvent{Type: StepAttemptRestarted, Step: step})
+		}
 		resp, err := l.model().GenerateContent(ctx, l.ec.snapshot(), opts...)
 		if err == nil {
 			if len(resp.Choices) == 0 {

@@ -56,8 +56,12 @@ const (
 	// arguments (Tool names the call; CallIndex counts calls in the step),
 	// so a client can show a reply while the model is still writing it.
 	StepToolCallDelta = "tool_call_delta"
-	StepToolCall      = "tool_call"   // the model asked for a tool
-	StepToolResult    = "tool_result" // the tool answered (or was refused)
+	// StepAttemptRestarted says the step's model call failed and is made
+	// again: the text and tool-call deltas streamed so far in the step are
+	// void, and the new attempt streams its own from the start.
+	StepAttemptRestarted = "attempt_restarted"
+	StepToolCall         = "tool_call"   // the model asked for a tool
+	StepToolResult       = "tool_result" // the tool answered (or was refused)
 	// StepPolicyRejected and StepApprovalRequired come between a tool_call
 	// and its tool_result when the gate did not let the call run; Text
 	// says why.

@@ -128,6 +128,37 @@ func (l *Live) Writing(ctx context.Context, step, idx int, text string) {
 	s.set(text)
 }
 
+// Restart takes what step's calls showed out of the chat: the model call
+// that wrote it failed and is made again, and the new attempt shows its
+// own reply from the start rather than edits of a text it never wrote.
+func (l *Live) Restart(ctx context.Context, step int) {
+	l.mu.Lock()
+	var open []ReplyStream
+	for k, s := range l.streams {
+		if k[0] == step {
+			open = append(open, s.stop())
+			delete(l.streams, k)
+		}
+	}
+	l.mu.Unlock()
+	if len(open) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	for _, rs := range open {
+		errs = append(errs, rs.Abandon(ctx))
+	}
+	if l.visible != nil {
+		// Nothing of this reply is left for a resumed run to take over.
+		errs = append(errs, l.visible(nil))
+	}
+	if err := errors.Join(errs...); err != nil {
+		l.log.Warn().Err(err).Str("chatKey", l.req.ChatKey).Msg("removing the reply of a failed model call")
+	}
+}
+
 func (l *Live) takeResumeLocked() []string {
 	r := l.resume
 	l.resume = nil

@@ -30,6 +30,18 @@ func (r *ReplyTexts) Feed(step, idx int, tool, piece string) (text string, ok bo
 	return PartialText(r.args[k])
 }
 
+// Restart forgets what the calls of step have written: the model call was
+// made again (agent.StepAttemptRestarted), and the new attempt's arguments
+// start from the beginning. Without this they would be appended to the
+// failed attempt's and decode as its text, frozen.
+func (r *ReplyTexts) Restart(step int) {
+	for k := range r.args {
+		if k[0] == step {
+			delete(r.args, k)
+		}
+	}
+}
+
 // PartialText decodes as much of the "text" string of a JSON object
 // as has arrived, so a reply can be shown while it is being written.
 func PartialText(s string) (string, bool) {

@@ -33,3 +33,16 @@ func FuzzPartialTextField(f *testing.F) {
 		PartialText(s) // must not panic on any input
 	})
 }
+
+func TestReplyTextsRestartDropsTheFailedAttempt(t *testing.T) {
+	var r ReplyTexts
+	r.Feed(1, 0, ChatSendTool, `{"text":"Hello wor`)
+	r.Feed(2, 0, ChatSendTool, `{"text":"other step`)
+	r.Restart(1)
+	if got, _ := r.Feed(1, 0, ChatSendTool, `{"text":"Go`); got != "Go" {
+		t.Errorf("after a restart the reply reads %q, want only the new attempt's %q", got, "Go")
+	}
+	if got, _ := r.Feed(2, 0, ChatSendTool, `!`); got != "other step!" {
+		t.Errorf("another step's reply reads %q, want it kept", got)
+	}
+}

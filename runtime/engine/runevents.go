@@ -31,6 +31,7 @@ type runEvents struct {
 	replies  map[string]*replyStream // by step/callIndex
 	calls    map[int]int             // tool_call events seen per step
 	shown    map[string]bool         // texts already sent as content
+	retried  map[int]int             // model calls made again, per step
 }
 
 type replyStream struct {
@@ -48,6 +49,7 @@ func newRunEvents(bus *events.Bus, item queue.Item[ingress.Job], redact func(str
 		replies: map[string]*replyStream{},
 		calls:   map[int]int{},
 		shown:   map[string]bool{},
+		retried: map[int]int{},
 	}
 }
 
@@ -90,6 +92,20 @@ func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 		r.content(r.textID(ev.Step), -1, "")
 		r.textStep = 0
 		r.shown[ev.Text] = true
+	case agent.StepAttemptRestarted:
+		// The failed attempt's messages stay as far as they got; the new
+		// attempt's text comes as messages of their own (new ids), so no
+		// client appends it to the old.
+		r.retried[ev.Step]++
+		if r.textStep == ev.Step {
+			r.textStep = 0
+		}
+		prefix := fmt.Sprintf("%d/", ev.Step)
+		for k := range r.replies {
+			if strings.HasPrefix(k, prefix) {
+				delete(r.replies, k)
+			}
+		}
 	case agent.StepToolCall:
 		r.publish(events.Event{Type: events.TypeAbilityRequest, CallID: ev.CallID, AbilityID: ev.Tool, Input: ev.Input})
 		r.publish(events.Event{Type: events.TypeToolCall, CallID: ev.CallID, Tool: ev.Tool, Input: ev.Input})
@@ -125,7 +141,7 @@ func (r *runEvents) replyText(step, idx int, text string) {
 	key := fmt.Sprintf("%d/%d", step, idx)
 	rs := r.replies[key]
 	if rs == nil {
-		rs = &replyStream{id: fmt.Sprintf("%s-r%d-%d", r.base.TaskID, step, idx)}
+		rs = &replyStream{id: r.replyID(step, idx)}
 		r.replies[key] = rs
 	}
 	if runes := []rune(text); len(runes) > rs.sent {
@@ -147,7 +163,7 @@ func (r *runEvents) replyDone(key string, ev agent.StepEvent) {
 		if !ev.OK {
 			return // nothing reached the user, nothing to show
 		}
-		rs = &replyStream{id: fmt.Sprintf("%s-r%d-%d", r.base.TaskID, ev.Step, r.calls[ev.Step]-1)}
+		rs = &replyStream{id: r.replyID(ev.Step, r.calls[ev.Step]-1)}
 		r.content(rs.id, 0, args.Text)
 	}
 	r.content(rs.id, -1, "")
@@ -196,7 +212,22 @@ func (r *runEvents) undelivered(u dispatch.Undelivered) {
 	r.publish(events.Event{Type: events.TypeError, UserMessageID: r.trigger, ErrorCode: code, ErrorMessage: u.String()})
 }
 
-func (r *runEvents) textID(step int) string { return fmt.Sprintf("%s-t%d", r.base.TaskID, step) }
+func (r *runEvents) textID(step int) string {
+	return fmt.Sprintf("%s-t%d", r.base.TaskID, step) + r.attemptSuffix(step)
+}
+
+func (r *runEvents) replyID(step, idx int) string {
+	return fmt.Sprintf("%s-r%d-%d", r.base.TaskID, step, idx) + r.attemptSuffix(step)
+}
+
+// attemptSuffix tells the messages of a step's model call made again from
+// those of the attempts before it.
+func (r *runEvents) attemptSuffix(step int) string {
+	if n := r.retried[step]; n > 0 {
+		return fmt.Sprintf("-a%d", n)
+	}
+	return ""
+}
 
 func errorCode(err error) string {
 	switch {

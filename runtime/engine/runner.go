@@ -177,6 +177,9 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 				}
 			case agent.StepToolCall:
 				live.ToolCall(step.Step, step.Tool)
+			case agent.StepAttemptRestarted:
+				replies.Restart(step.Step)
+				live.Restart(ctx, step.Step)
 			}
 			ev.step(ctx, step)
 			audit.step(ctx, step)
