@@ -26,8 +26,12 @@ func TestLLMTimeoutsAndMaxTokensFieldLoad(t *testing.T) {
 	if want.IdleSeconds = 600; local.Timeouts != want {
 		t.Errorf("llm.models.local.timeouts = %+v, want %+v (the rest inherited)", local.Timeouts, want)
 	}
-	if local.SentMaxTokensField() != llm.MaxTokensCompletion {
-		t.Errorf("local sends %s, want the inherited max_completion_tokens", local.SentMaxTokensField())
+	// A model of another service names the cap as its own server reads it.
+	if local.SentMaxTokensField() != llm.MaxTokensLegacy {
+		t.Errorf("local sends %s, want max_tokens (auto, not OpenAI)", local.SentMaxTokensField())
+	}
+	if def := cfg.LLM.Entries()[0].Config; def.SentMaxTokensField() != llm.MaxTokensCompletion {
+		t.Errorf("the default sends %s, want max_completion_tokens as set", def.SentMaxTokensField())
 	}
 }
 

@@ -33,9 +33,9 @@ type Named struct {
 
 // Entries lists the models c configures: itself first (DefaultName, the
 // default), then each of c.Models by name. An entry without a provider
-// takes provider, baseUrl and apiKey from c (another model of the same
-// service); one with a provider stands alone. Either way an entry without
-// maxTokens or maxTokensField takes c's, and each timeout it leaves unset. Every Config is normalized.
+// takes provider, baseUrl, apiKey and maxTokensField from c (another model
+// of the same service); one with a provider stands alone. Either way an
+// entry without maxTokens takes c's, and each timeout it leaves unset. Every Config is normalized.
 func (c Config) Entries() []Named {
 	def := c
 	def.Models, def.Switch = nil, ""
@@ -59,12 +59,12 @@ func (c Config) entry(e Config) Config {
 		if e.APIKey == "" {
 			e.APIKey = c.APIKey
 		}
+		if e.MaxTokensField == "" {
+			e.MaxTokensField = c.MaxTokensField
+		}
 	}
 	if e.MaxTokens == 0 {
 		e.MaxTokens = c.MaxTokens
-	}
-	if e.MaxTokensField == "" {
-		e.MaxTokensField = c.MaxTokensField
 	}
 	e.Timeouts = e.Timeouts.or(c.Timeouts)
 	return e.Normalized()

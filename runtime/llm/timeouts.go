@@ -82,7 +82,8 @@ func (t Timeouts) or(d Timeouts) Timeouts {
 }
 
 // Validate reports the first field of t out of range, named as it is in
-// ship.json under where ("llm.timeouts") and by its environment variable.
+// ship.json under where ("llm.timeouts", "llm.models.NAME.timeouts") and,
+// for the default model's, by its environment variable.
 func (t Timeouts) Validate(where string) error {
 	for _, f := range []struct {
 		name, env string
@@ -93,8 +94,12 @@ func (t Timeouts) Validate(where string) error {
 		{"idleSeconds", "LLM_IDLE_TIMEOUT", t.IdleSeconds},
 	} {
 		if f.v < 0 || f.v > MaxTimeout.Seconds() || math.IsNaN(f.v) {
-			return fmt.Errorf("%w: %s.%s (%s) is %g; it must be a number of seconds between 0 (the default) and %g",
-				ErrBadTimeout, where, f.name, f.env, f.v, MaxTimeout.Seconds())
+			name := where + "." + f.name
+			if where == "llm.timeouts" { // the environment sets only the default model's
+				name += " (" + f.env + ")"
+			}
+			return fmt.Errorf("%w: %s is %g; it must be a number of seconds between 0 (the default) and %g",
+				ErrBadTimeout, name, f.v, MaxTimeout.Seconds())
 		}
 	}
 	return nil

@@ -81,8 +81,12 @@ func (c Config) ValidateTransport(where string) error {
 	case "", MaxTokensAuto, MaxTokensLegacy, MaxTokensCompletion:
 		return nil
 	}
-	return fmt.Errorf("%w: %s.maxTokensField (LLM_MAX_TOKENS_FIELD) %q must be %q, %q or %q",
-		ErrBadMaxTokensField, where, c.MaxTokensField, MaxTokensAuto, MaxTokensLegacy, MaxTokensCompletion)
+	name := where + ".maxTokensField"
+	if where == "llm" { // the environment sets only the default model's
+		name += " (LLM_MAX_TOKENS_FIELD)"
+	}
+	return fmt.Errorf("%w: %s %q must be %q, %q or %q",
+		ErrBadMaxTokensField, name, c.MaxTokensField, MaxTokensAuto, MaxTokensLegacy, MaxTokensCompletion)
 }
 
 // bodyDoer sends requests through c, adding "top_p" to the JSON body of a
