@@ -136,10 +136,10 @@ func (t idleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel(nil)
 		return nil, err
 	}
-	b := &idleBody{rc: resp.Body, ctx: ctx, cancel: cancel}
-	b.timer = time.AfterFunc(t.idle, func() { cancel(ErrIdleTimeout) })
-	b.timer.Stop()
-	b.idle = t.idle
+	// The timer is made unarmed (it would fire in centuries): each Read
+	// arms it for idle and disarms it when the read returns.
+	b := &idleBody{rc: resp.Body, ctx: ctx, cancel: cancel, idle: t.idle,
+		timer: time.AfterFunc(math.MaxInt64, func() { cancel(ErrIdleTimeout) })}
 	resp.Body = b
 	return resp, nil
 }
