@@ -35,8 +35,11 @@ import (
 // model sent it.
 type ToolInputFunc func(ctx context.Context, call int, name, piece string)
 
-// toolInputKey is the CallOptions.Metadata key of a ToolInputFunc.
-const toolInputKey = "ship:tool_input_stream"
+// toolInputKey is the CallOptions.Metadata key of a ToolInputFunc. It
+// starts with "openai:" because langchaingo's OpenAI client keeps such keys
+// to itself: it sends every other key to the API as request metadata, and
+// a func cannot be encoded (the call failed before it was sent).
+const toolInputKey = "openai:ship_tool_input_stream"
 
 // WithToolInputStream is a call option for a streamed call (one with
 // llms.WithStreamingFunc) to an Anthropic model made by New: f hears the
