@@ -307,8 +307,7 @@ func (l *loop) generate(ctx context.Context, step int) (*llms.ContentChoice, err
 	transient := 0
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && streaming {
-			// What the failed attempt streamed is void: whoever shows it
-			// starts over, and the new attempt's calls count from 0.
+			// The failed attempt's stream is void: shown text and call count start over.
 			calls = toolCallStream{}
 			l.emit(ctx, StepEvent{Type: StepAttemptRestarted, Step: step})
 		}
