@@ -101,7 +101,8 @@ func platformMentions(t *testing.T, file string) []string {
 
 // TestRunStateIsOneValue keeps a run's state in one place: the context
 // carries one dispatch.Run, not a key per piece. The two others are not
-// run state but one call's (a delivery's wire hook, a model call's top_p).
+// run state but one call's (a delivery's wire hook; what a model call hands
+// its HTTP doer: top_p, the tap of a streamed Claude answer).
 func TestRunStateIsOneValue(t *testing.T) {
 	var found []string
 	for _, dir := range []string{"../../runtime", "../../tools"} {

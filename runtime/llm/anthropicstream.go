@@ -54,8 +54,6 @@ func WithToolInputStream(f ToolInputFunc) llms.CallOption {
 	}
 }
 
-type streamedCallKey struct{}
-
 // streamedCall is what the tap learns of one streamed model call. The tap
 // writes it from the goroutine langchaingo reads the stream in; the model
 // reads it after GenerateContent returns.
@@ -89,7 +87,7 @@ func startStreamedCall(ctx context.Context, opts []llms.CallOption) (context.Con
 	}
 	c := &streamedCall{blocks: map[int]*toolBlock{}, byID: map[string]*toolBlock{}}
 	c.onInput, _ = o.Metadata[toolInputKey].(ToolInputFunc)
-	return context.WithValue(ctx, streamedCallKey{}, c), c
+	return withCall(ctx, func(cl *call) { cl.stream = c }), c
 }
 
 // sseEvent is the part of a Messages API stream event the tap reads.
@@ -203,8 +201,8 @@ func (d sseDoer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	call, ok := req.Context().Value(streamedCallKey{}).(*streamedCall)
-	if !ok || resp.StatusCode != http.StatusOK {
+	call := callFrom(req.Context()).stream
+	if call == nil || resp.StatusCode != http.StatusOK {
 		return resp, nil
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {

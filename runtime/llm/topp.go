@@ -22,8 +22,6 @@ import (
 // answers go uncapped. withTopP carries top_p in the call's context, and
 // bodyDoer, the client's HTTP doer, writes both into the body in one go.
 
-type topPKey struct{}
-
 // withTopP is an OpenAI model whose calls honour llms.WithTopP.
 type withTopP struct{ llms.Model }
 
@@ -33,7 +31,7 @@ func (m withTopP) GenerateContent(ctx context.Context, msgs []llms.MessageConten
 		opt(&o)
 	}
 	if o.TopP > 0 {
-		ctx = context.WithValue(ctx, topPKey{}, o.TopP)
+		ctx = withCall(ctx, func(c *call) { c.topP = o.TopP })
 	}
 	return m.Model.GenerateContent(ctx, msgs, options...)
 }
@@ -98,7 +96,8 @@ type bodyDoer struct {
 }
 
 func (d bodyDoer) Do(req *http.Request) (*http.Response, error) {
-	p, hasTopP := req.Context().Value(topPKey{}).(float64)
+	p := callFrom(req.Context()).topP
+	hasTopP := p > 0
 	if (!hasTopP && !d.legacyMaxTokens) || req.Body == nil {
 		return d.c.Do(req)
 	}
