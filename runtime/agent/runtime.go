@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -113,43 +111,9 @@ func New(opts Options) (*Runtime, error) {
 			return nil, fmt.Errorf("registering tool %q: duplicate name", def.Name)
 		}
 		r.tools[def.Name] = t
-		r.toolDefs = append(r.toolDefs, llms.Tool{Type: "function", Function: &def})
+		r.toolDefs = append(r.toolDefs, modelTool(def))
 	}
 	return r, nil
-}
-
-// runTools returns the tools of one run: the fixed ones and what the
-// toolboxes offer now.
-func (r *Runtime) runTools(log zerolog.Logger) ([]llms.Tool, map[string]Tool) {
-	if len(r.opts.Toolboxes) == 0 {
-		return r.toolDefs, r.tools
-	}
-	defs := slices.Clone(r.toolDefs)
-	byName := maps.Clone(r.tools)
-	for _, tb := range r.opts.Toolboxes {
-		for _, t := range tb.Tools() {
-			def := t.Definition()
-			if _, dup := byName[def.Name]; dup {
-				log.Warn().Str("tool", def.Name).Msg("a tool of that name exists already; skipped")
-				continue
-			}
-			byName[def.Name] = t
-			defs = append(defs, llms.Tool{Type: "function", Function: &def})
-		}
-	}
-	return defs, byName
-}
-
-// Tools lists every tool a run would have now (fixed and from toolboxes),
-// for GET /api/tools.
-func (r *Runtime) Tools() []Tool {
-	_, byName := r.runTools(r.opts.Logger)
-	out := make([]Tool, 0, len(byName))
-	for _, t := range byName {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Definition().Name, b.Definition().Name) })
-	return out
 }
 
 // Forget empties the in-memory history of a chat (the /clear command). The

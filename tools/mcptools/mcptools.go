@@ -104,20 +104,13 @@ func description(t mcp.Tool) string {
 }
 
 // parameters passes the server's input schema through as the function's
-// parameters. Providers want an object schema: one without a type is
-// given "type": "object".
+// parameters. It may be one providers refuse ({"type":"object"} without
+// "properties" is usual for a tool without arguments): the runtime fits
+// every tool's schema to them (llm.ToolParameters) on the way to the model.
+// An unreadable one (it cannot be sent at all) is none.
 func parameters(schema json.RawMessage) any {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(schema, &top); err != nil || top == nil {
-		return json.RawMessage(`{"type":"object","properties":{}}`)
+	if !json.Valid(schema) {
+		return nil
 	}
-	if _, ok := top["type"]; ok {
-		return json.RawMessage(bytes.Clone(schema))
-	}
-	top["type"] = json.RawMessage(`"object"`)
-	b, err := json.Marshal(top)
-	if err != nil {
-		return json.RawMessage(`{"type":"object","properties":{}}`)
-	}
-	return json.RawMessage(b)
+	return json.RawMessage(bytes.Clone(schema))
 }
