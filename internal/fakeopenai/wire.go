@@ -199,7 +199,8 @@ func jsonKind(first byte) string {
 }
 
 // validate applies the checks of the real API that a client bug could trip:
-// missing messages, unknown roles, bad tool definitions, and tool
+// missing messages, unknown roles, bad tool definitions (names and
+// parameters schemas, checkParameters), and tool
 // messages that do not pair up with the assistant tool_calls before them.
 func validate(w wireRequest, r Request) *apiError {
 	if len(r.Messages) == 0 {
@@ -218,6 +219,9 @@ func validate(w wireRequest, r Request) *apiError {
 			return invalid(fmt.Sprintf("tools[%d].function.name", i), "invalid_value",
 				"Invalid 'tools[%d].function.name': string does not match pattern. Expected a string that "+
 					"matches the pattern '^[a-zA-Z0-9_-]+$'.", i)
+		}
+		if e := checkParameters(i, t); e != nil {
+			return e
 		}
 	}
 	return validateMessages(r.Messages)
