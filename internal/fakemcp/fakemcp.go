@@ -6,7 +6,9 @@
 // image (an image content), resources (a resource link and an embedded
 // resource), fail {message} (an isError result), getenv {name} and cwd
 // (what a stdio child sees), add_tool {name} (adds an echo-like tool at run
-// time, which makes the SDK send notifications/tools/list_changed).
+// time, which makes the SDK send notifications/tools/list_changed), and
+// ping (input schema {"type":"object"} exactly, with no "properties", as
+// MCP allows for a tool without arguments; it answers "pong").
 //
 // It comes in two forms: StartHTTP serves streamable HTTP in process (an
 // httptest server), and the binary in cmd/fakemcp serves stdio.
@@ -16,6 +18,7 @@ package fakemcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -135,6 +138,14 @@ func New(opts Options) *Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
 			s.AddEcho(in.Name)
 			return text("added " + in.Name), nil, nil
+		})
+	// The typed tools without arguments (crash, cwd, …) get the SDK's
+	// {"type":"object","additionalProperties":false}; ping is given the
+	// schema the SDK's documentation advises for a tool that takes no
+	// input, sent as written.
+	s.Server.AddTool(&mcp.Tool{Name: "ping", Description: "Answer pong.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("pong"), nil
 		})
 	return s
 }

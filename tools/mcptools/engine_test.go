@@ -75,17 +75,25 @@ type rig struct {
 	fake *fakeopenai.Server
 	eng  *engine.Engine
 	out  *outbox
-	mcp  *fakemcp.HTTP
 	sub  *events.Subscription
 }
 
+// newRig is an engine whose MCP server "fake" is the fake over
+// streamable HTTP.
 func newRig(t *testing.T, toolPolicy string) *rig {
 	t.Helper()
-	r := &rig{t: t, out: &outbox{code: make(chan string, 4)}, mcp: fakemcp.StartHTTP(fakemcp.HTTPOptions{})}
-	t.Cleanup(r.mcp.Close)
+	web := fakemcp.StartHTTP(fakemcp.HTTPOptions{})
+	t.Cleanup(web.Close)
+	return newRigWith(t, toolPolicy, config.MCPServer{URL: web.URL})
+}
+
+// newRigWith is an engine whose MCP server "fake" is srv.
+func newRigWith(t *testing.T, toolPolicy string, srv config.MCPServer) *rig {
+	t.Helper()
+	r := &rig{t: t, out: &outbox{code: make(chan string, 4)}}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 
-	m := mcp.New(mcp.Options{Servers: map[string]config.MCPServer{"fake": {URL: r.mcp.URL}}, Logger: log})
+	m := mcp.New(mcp.Options{Servers: map[string]config.MCPServer{"fake": srv}, Dir: t.TempDir(), Logger: log})
 	m.Start(context.Background())
 	t.Cleanup(m.Close)
 	deadline := time.After(hangTime)
