@@ -105,7 +105,7 @@ func (a *Adapter) handleMessage(ctx context.Context, p *dto.WSPayload, kind stri
 	cmd, _ := command(text)
 	// Attachments are described here and downloaded (voice transcribed)
 	// only once the message is known to be new (Prepare).
-	atts := attachments(attachmentsOf(p.RawMessage, m))
+	atts := attachments(attachmentsOf(p.RawMessage, m), mediaScheme(a.opts.APIBase))
 	in.Text = adapters.Describe(atts, text)
 	if in.Text == "" {
 		in.Text = "(empty message)"

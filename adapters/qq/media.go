@@ -56,8 +56,8 @@ func attachmentsOf(raw []byte, m *dto.Message) []attachment {
 
 // attachments turns QQ's attachments into files to fetch: images, voice
 // (its .wav version when QQ offers one: no conversion needed), video and
-// other files.
-func attachments(atts []attachment) []adapters.Attachment {
+// other files. scheme completes scheme-relative URLs (mediaURL).
+func attachments(atts []attachment, scheme string) []adapters.Attachment {
 	var out []adapters.Attachment
 	for i, at := range atts {
 		if at.URL == "" {
@@ -67,13 +67,13 @@ func attachments(atts []attachment) []adapters.Attachment {
 		if name == "" {
 			name = fmt.Sprintf("attachment-%d", i+1)
 		}
-		a := adapters.Attachment{Name: name, MIME: at.ContentType, Size: at.Size, Fetch: fetchURL(at.URL)}
+		a := adapters.Attachment{Name: name, MIME: at.ContentType, Size: at.Size, Fetch: fetchURL(at.URL, scheme)}
 		switch {
 		case at.ContentType == "voice":
 			a.Kind, a.Label, a.MIME = adapters.KindVoice, "voice message", ""
 			if at.VoiceWavURL != "" {
 				a.Name = strings.TrimSuffix(name, path.Ext(name)) + ".wav"
-				a.MIME, a.Size, a.Fetch = "audio/wav", 0, fetchURL(at.VoiceWavURL)
+				a.MIME, a.Size, a.Fetch = "audio/wav", 0, fetchURL(at.VoiceWavURL, scheme)
 			}
 		case strings.HasPrefix(at.ContentType, "image/"):
 			a.Kind, a.Label = adapters.KindImage, "image"
@@ -90,18 +90,45 @@ func attachments(atts []attachment) []adapters.Attachment {
 	return out
 }
 
+// mediaURL makes an attachment URL as QQ sends it absolute. QQ sends
+// scheme-relative URLs ("//multimedia.nt.qq.com.cn/…"): they take scheme,
+// the scheme of the API base ship talks to, which is what a browser would
+// do on QQ's pages (https with QQ; the loopback fakes of tests serve http).
+// A full URL is kept. A bare "host/path" (as guild attachments have come,
+// "gchat.qpic.cn/…") is read host first, as before: a path alone names no
+// server to fetch from. Only http(s) URLs with a host are fetched.
+func mediaURL(raw, scheme string) (string, error) {
+	switch {
+	case strings.HasPrefix(raw, "//"):
+		raw = scheme + ":" + raw
+	case !strings.Contains(raw, "://"):
+		raw = scheme + "://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("qq attachment: not an http(s) URL")
+	}
+	return u.String(), nil
+}
+
+// mediaScheme is the scheme scheme-relative attachment URLs take: the API
+// base's, https unless that is plain http.
+func mediaScheme(apiBase string) string {
+	if u, err := url.Parse(apiBase); err == nil && u.Scheme == "http" {
+		return "http"
+	}
+	return "https"
+}
+
 // fetchURL downloads an attachment from QQ's media servers, which need no
-// credentials. QQ often sends the URL without a scheme.
-func fetchURL(raw string) func(context.Context) (io.ReadCloser, error) {
+// credentials (scheme: see mediaURL).
+func fetchURL(raw, scheme string) func(context.Context) (io.ReadCloser, error) {
 	return func(ctx context.Context) (io.ReadCloser, error) {
-		if !strings.Contains(raw, "://") {
-			raw = "https://" + raw
+		abs, err := mediaURL(raw, scheme)
+		if err != nil {
+			return nil, err
 		}
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("qq attachment: not an http(s) URL")
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, abs, nil)
 		if err != nil {
 			return nil, fmt.Errorf("qq attachment: %w", err)
 		}

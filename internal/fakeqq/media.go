@@ -24,7 +24,10 @@ type mediaFile struct {
 }
 
 // AddMedia makes the fake serve content at the returned URL (as an
-// attachment's url or voice_wav_url); name must be unique per server.
+// attachment's url or voice_wav_url); name must be unique per server. The
+// URL is scheme-relative ("//127.0.0.1:PORT/media/name"), as QQ sends
+// attachment URLs ("//multimedia.nt.qq.com.cn/…"): a client completes it
+// with the scheme of the API base it was given, this fake's http.
 func (s *Server) AddMedia(name, contentType string, content []byte) string {
 	m := &s.media
 	m.mu.Lock()
@@ -33,7 +36,7 @@ func (s *Server) AddMedia(name, contentType string, content []byte) string {
 		m.files = map[string]mediaFile{}
 	}
 	m.files[name] = mediaFile{contentType: contentType, content: append([]byte(nil), content...)}
-	return s.URL() + mediaPath + name
+	return "//" + s.ln.Addr().String() + mediaPath + name
 }
 
 // MediaGets returns the names of the attachment files downloaded, in order.
