@@ -11,7 +11,8 @@
 // TopicText, CallbackQuery) and Press (a user pressing an inline button),
 // and read what the bot did with Sent, WaitSent, Message, Edits, Answers,
 // WaitAnswered, ChatActions, Drafts and Wait, and how the bot polled with
-// PollGaps and PollConflicts. getUpdates long-polls like
+// PollGaps and PollConflicts. With Options.GroupBudget on it refuses posts
+// to a group past Telegram's budget with 429 (GroupCalls records them). getUpdates long-polls like
 // the real server: it holds an empty request for up to timeout seconds and
 // answers as soon as an update is pushed. It applies allowed_updates when it
 // answers, so an update of a type not allowed is dropped whether it was
@@ -53,6 +54,9 @@ type Options struct {
 	BotID int64
 	// BotUsername is the bot's username without "@" (default "ship_test_bot").
 	BotUsername string
+	// GroupBudget, when on, refuses sends and edits to a group past its
+	// budget with 429 and retry_after, as Telegram does (see Budget).
+	GroupBudget Budget
 }
 
 // Update is the raw JSON object of one Telegram Update, so that tests can
@@ -125,8 +129,10 @@ type Server struct {
 	drafts    []Draft
 	deletions []Deletion
 	failed    []Failed
-	asked     []string // allowed_updates as getUpdates or setWebhook last sent it
-	askedOK   bool     // whether the client ever sent allowed_updates
+	// groupCalls are the calls charged to group budgets (GroupBudget).
+	groupCalls []GroupCall
+	asked      []string // allowed_updates as getUpdates or setWebhook last sent it
+	askedOK    bool     // whether the client ever sent allowed_updates
 
 	hookURL, hookSecret string
 	hookAllowed         []string

@@ -162,6 +162,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rq, e := readRequest(r)
 	if e == nil {
+		e = s.spend(method, key, rq)
+	}
+	if e == nil {
 		var res any
 		if res, e = h(s, rq); e == nil {
 			writeResult(w, res)
