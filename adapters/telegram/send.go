@@ -22,12 +22,28 @@ import (
 // MaxMessageChars is Telegram's limit on one message, in characters.
 const MaxMessageChars = 4096
 
+// groupBudget messages (sends and edits together) per groupWindow is what
+// Telegram lets a bot post to one group (Bot FAQ; see Limits).
+const (
+	groupBudget = 20
+	groupWindow = time.Minute
+)
+
 // Limits pace outgoing messages as Telegram asks bots to: about one message
 // per second in a chat, 20 per minute in a group, 30 per second overall.
 // Sends wait for their turn; nothing is dropped.
+//
+// In a group, edits count against the same 20 a minute as sends (TDLib's
+// maintainer in tdlib/td#2592: "They share the limit", and #3034; grammY's
+// flood-limit docs, grammyjs/website#1076: "up to 20 message edits in a
+// minute per group chat"), and the topics of a forum are one chat: every
+// sendMessage and editMessageText to a group takes from one limiter.
 type Limits struct {
-	PerChat  rate.Limit // 0 → 1/s
-	PerGroup rate.Limit // 0 → 20/min
+	PerChat rate.Limit // 0 → 1/s
+	// PerGroup is the steady rate of a group's limiter. 0 → 17/min: with
+	// the Burst of 3 on top, no 60 s window ever holds more than
+	// groupBudget calls, however the bursts fall.
+	PerGroup rate.Limit
 	Global   rate.Limit // 0 → 30/s
 	// Burst lets a short multi-part reply go out without waiting a second
 	// between parts. 0 → 3.
@@ -42,14 +58,16 @@ func (l Limits) withDefaults() Limits {
 	if l.PerChat == 0 {
 		l.PerChat = 1
 	}
-	if l.PerGroup == 0 {
-		l.PerGroup = rate.Every(3 * time.Second)
-	}
 	if l.Global == 0 {
 		l.Global = 30
 	}
 	if l.Burst == 0 {
 		l.Burst = 3
+	}
+	if l.PerGroup == 0 {
+		// A token bucket lets through at most Burst + rate·window calls in
+		// any window: the rate leaves room for the burst.
+		l.PerGroup = rate.Limit(float64(max(groupBudget-l.Burst, 1)) / groupWindow.Seconds())
 	}
 	if l.MaxAttempts == 0 {
 		l.MaxAttempts = 5
@@ -113,13 +131,18 @@ func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, tex
 	return nil
 }
 
+// isGroup tells a group (or supergroup, or channel) by its id: Telegram
+// gives those negative ids and users positive ones. Calls that know only
+// the chat id (edits, deletes) go by it.
+func isGroup(chatID int64) bool { return chatID < 0 }
+
 func (s *sender) pace(chatID int64, group bool) *chatPace {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.chats[chatID]
 	if p == nil {
 		limit := s.limits.PerChat
-		if group && s.limits.PerGroup < limit {
+		if (group || isGroup(chatID)) && s.limits.PerGroup < limit {
 			limit = s.limits.PerGroup
 		}
 		p = &chatPace{lim: rate.NewLimiter(limit, s.limits.Burst)}

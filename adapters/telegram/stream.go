@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -18,8 +19,13 @@ import (
 
 // DefaultStreamInterval is the least time between two updates of a reply
 // being written: Telegram counts edits against a chat's flood limit of
-// about one message a second.
+// about one message a second. In groups the pace is slower still (see
+// sender.groupInterval).
 const DefaultStreamInterval = time.Second
+
+// errPaced is why a group's reply is not shown yet: its next update is due
+// later (replyStream.next).
+var errPaced = errors.New("the reply's next update in this group is not due yet")
 
 // OpenStream starts a reply shown while it is written: in private chats as
 // a draft (sendMessageDraft, an ephemeral preview; the reply itself is sent
@@ -36,10 +42,22 @@ func (a *Adapter) OpenStream(_ context.Context, req dispatch.RequestContext, res
 	}
 	s := &replyStream{a: a, chatID: chatID, threadID: threadID, replyTo: replyTo,
 		group:  req.ChatType == "group" || req.ChatType == "supergroup",
-		drafts: req.ChatType == "private", draftID: rand.Int64N(1<<53) + 1}
+		drafts: req.ChatType == "private", draftID: rand.Int64N(1<<53) + 1,
+		interval: a.opts.StreamInterval}
 	for _, id := range resume {
 		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
 			s.parts = append(s.parts, shownPart{id: n})
+		}
+	}
+	if s.group {
+		// Every send and edit spends the group's budget of 20 a minute,
+		// shared by all its topics: a reply shows at the pace of one turn
+		// of it, and the first words wait one interval too, so that a reply
+		// done by then goes out as one sendMessage instead of a send and an
+		// edit.
+		s.interval = a.sender.groupInterval(a.opts.StreamInterval)
+		if len(s.parts) == 0 {
+			s.next = time.Now().Add(s.interval)
 		}
 	}
 	return s, true
@@ -51,6 +69,9 @@ type replyStream struct {
 	chatID, threadID, replyTo int64
 	group, drafts             bool
 	draftID                   int64
+	interval                  time.Duration
+	// next is when the reply may next change in a group's chat (zero: now).
+	next time.Time
 	// parts are the messages of the reply in the chat, with the text each
 	// shows ("" for one taken over from an interrupted run: unknown).
 	parts []shownPart
@@ -61,11 +82,17 @@ type shownPart struct {
 	text string
 }
 
-func (s *replyStream) Interval() time.Duration { return s.a.opts.StreamInterval }
+func (s *replyStream) Interval() time.Duration { return s.interval }
 
 // Show updates the chat: finished parts as messages, the part being written
-// as a draft (private chats) or as the last message, edited.
+// as a draft (private chats) or as the last message, edited. In a group an
+// update before its time comes back as *dispatch.RetryAfter.
 func (s *replyStream) Show(ctx context.Context, text string) ([]string, error) {
+	if s.group {
+		if wait := time.Until(s.next); wait > 0 {
+			return s.ids(), &dispatch.RetryAfter{Wait: wait, Err: errPaced}
+		}
+	}
 	parts := split.Split(text, MaxMessageChars)
 	last := len(parts) - 1
 	for i, p := range parts {
@@ -79,6 +106,7 @@ func (s *replyStream) Show(ctx context.Context, text string) ([]string, error) {
 			return s.ids(), err
 		}
 	}
+	s.next = time.Now().Add(s.interval)
 	return s.ids(), nil
 }
 
@@ -86,6 +114,13 @@ func (s *replyStream) Show(ctx context.Context, text string) ([]string, error) {
 // where they differ, missing ones sent, left-over ones deleted.
 func (s *replyStream) Finish(ctx context.Context, text string) (dispatch.Delivery, error) {
 	parts := split.Split(text, MaxMessageChars)
+	if wait := time.Until(s.next); s.group && wait > 0 && s.changes(parts) {
+		// The finishing edit keeps the reply's pace in the group too. A
+		// reply not shown yet needs no wait: it goes out as one send.
+		if !adapters.SleepCtx(ctx, wait) {
+			return dispatch.Delivery{}, fmt.Errorf("telegram: finishing a reply: %w", ctx.Err())
+		}
+	}
 	for i, p := range parts {
 		if err := s.put(ctx, i, p, true); err != nil {
 			if i > 0 {
@@ -100,6 +135,23 @@ func (s *replyStream) Finish(ctx context.Context, text string) (dispatch.Deliver
 		s.delete(ctx, p.id)
 	}
 	return dispatch.Delivery{}, nil
+}
+
+// changes reports whether making the chat show parts edits or deletes a
+// message already shown.
+func (s *replyStream) changes(parts []string) bool {
+	if len(s.parts) == 0 {
+		return false
+	}
+	if len(parts) < len(s.parts) {
+		return true
+	}
+	for i, p := range s.parts {
+		if p.text != parts[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // Abandon deletes the messages shown; a draft fades by itself.
@@ -214,6 +266,9 @@ func (s *sender) callResult(ctx context.Context, chatID int64, method string, p 
 		if err := s.waitPause(ctx, chatID); err != nil {
 			return fmt.Errorf("telegram %s: %w", method, err)
 		}
+		if err := s.takeTurn(ctx, chatID, method, persist); err != nil {
+			return fmt.Errorf("telegram %s: %w", method, err)
+		}
 		if persist && method != "sendMessageDraft" && method != "sendChatAction" {
 			// Finishing a streamed reply: its intent is recorded now.
 			if err := dispatch.BeforeWire(ctx); err != nil {
@@ -270,8 +325,9 @@ func (s *sender) pausedUntil(chatID int64) time.Time {
 	return time.Time{}
 }
 
-// waitPause waits out chatID's flood pause and the global limiter. Edits
-// skip the per-chat limiter: the stream paces them itself.
+// waitPause waits out chatID's flood pause and the global limiter. The
+// group's limiter comes after it (takeTurn); private chats' edits skip the
+// per-chat limiter: the stream paces them itself.
 func (s *sender) waitPause(ctx context.Context, chatID int64) error {
 	if err := s.sleepPause(ctx, chatID); err != nil {
 		return err
