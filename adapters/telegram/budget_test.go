@@ -122,10 +122,12 @@ func done(tg *faketelegram.Server, chatID, thread int64, text string) bool {
 }
 
 // A 429 pauses only the chat that drew it: another chat's reply goes out
-// while the first waits out its retry_after.
+// while the first waits out its retry_after (5 s, far longer than an echo
+// takes, so the order of the two replies shows it; the test's wall time is
+// that pause).
 func TestFloodPauseHoldsOnlyItsChat(t *testing.T) {
 	e := newEnv(t, setup{engine: func(o *engine.Options) { o.Queue = queue.Options{Concurrency: 2} }})
-	e.tg.FailNext("sendMessage", 1, faketelegram.Failure{RetryAfter: 3})
+	e.tg.FailNext("sendMessage", 1, faketelegram.Failure{RetryAfter: 5})
 	e.tg.Push(e.tg.GroupText(-100702, 7, "bob", e.tg.Mention()+" first"))
 	adaptertest.WaitFor(t, "the 429 answered", func() bool { return len(e.tg.Failures()) == 1 })
 	e.tg.Push(e.tg.PrivateText(8, "cy", "second"))
