@@ -6,25 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 )
-
-// groupStreamPieces pieces streamGroupPause apart: a reply written over
-// about 15 s.
-const (
-	groupStreamPieces = 150
-	groupStreamPause  = 100 * time.Millisecond
-)
-
-// slowerWriter is slowWriter writing each reply over about 15 s.
-func slowerWriter(r fakeopenai.Request) fakeopenai.Response {
-	res := slowWriter(r)
-	if len(res.ToolCalls) > 0 {
-		res.Pace = fakeopenai.Pace{Bytes: len(res.ToolCalls[0].Arguments)/groupStreamPieces + 1, Every: groupStreamPause}
-	}
-	return res
-}
 
 // TestE2EGroupBudgetThreeTopics: three questions in three topics of one
 // forum, each answer streamed over about 15 s, against a fake that
@@ -41,7 +24,7 @@ func TestE2EGroupBudgetThreeTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tg.Close)
-	fake := startFake(t, slowerWriter)
+	fake := startFake(t, slowWriter)
 	dir := initProject(t)
 	setConfig(t, dir, "queue", `{"concurrency": 4}`)
 	p := startShip(t, dir, modelEnv(fake, telegramEnv(tg, token)...))
@@ -53,7 +36,7 @@ func TestE2EGroupBudgetThreeTopics(t *testing.T) {
 	full := longText(1200)
 	topics := []int64{11, 12, 13}
 	for i, topic := range topics {
-		tg.Push(tg.TopicText(group, topic, 70+int64(i), "user", tg.Mention()+" write 1200"))
+		tg.Push(tg.TopicText(group, topic, 70+int64(i), "user", tg.Mention()+" write 1200 slowly"))
 	}
 	for _, topic := range topics {
 		shown := waitShown(ctx, t, tg, group, topic, endsWith(full))

@@ -20,10 +20,14 @@ import (
 const (
 	streamPieces = 40
 	streamPause  = 100 * time.Millisecond
+	// slowerPieces make a reply take about 15 s: time for a group's
+	// reply to be edited (a group's reply changes about every 3.5 s).
+	slowerPieces = 150
 )
 
 // slowWriter is a scripted model that answers "write N" with a chat_send of
-// longText(N), written slowly; once the tool result is in, it ends the turn.
+// longText(N), written slowly (in about 4 s; "write N slowly": in about
+// 15 s, see slowerPieces); once the tool result is in, it ends the turn.
 func slowWriter(r fakeopenai.Request) fakeopenai.Response {
 	if len(r.ToolResults()) > 0 {
 		return fakeopenai.Response{}
@@ -35,9 +39,13 @@ func slowWriter(r fakeopenai.Request) fakeopenai.Response {
 		}
 	}
 	args, _ := json.Marshal(map[string]string{"text": longText(n)})
+	pieces := streamPieces
+	if strings.Contains(r.LastUser(), "slowly") {
+		pieces = slowerPieces
+	}
 	return fakeopenai.Response{
 		ToolCalls: []fakeopenai.ToolCall{{Name: "chat_send", Arguments: string(args)}},
-		Pace:      fakeopenai.Pace{Bytes: len(args)/streamPieces + 1, Every: streamPause},
+		Pace:      fakeopenai.Pace{Bytes: len(args)/pieces + 1, Every: streamPause},
 	}
 }
 
@@ -308,10 +316,11 @@ func TestE2EKilledMidStreamEndsWithOneReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := longText(3000)
-	tg.Push(tg.TopicText(group, topic, 78, "bob", tg.Mention()+" write 3000"))
-	tg.Push(tg.PrivateText(80, "di", "write 3000"))
-	// Mid-stream: the topic's message has been edited, the private chat
-	// has a draft.
+	tg.Push(tg.TopicText(group, topic, 78, "bob", tg.Mention()+" write 3000 slowly"))
+	tg.Push(tg.PrivateText(80, "di", "write 3000 slowly"))
+	// Mid-stream: the topic's message has been edited (so the journal holds
+	// its id: the edit comes after the send's id was recorded), the private
+	// chat has a draft.
 	if err := tg.Wait(ctx, func() bool {
 		s := shownIn(tg, group, topic)
 		if len(s) == 0 || s[0].Text == full {
