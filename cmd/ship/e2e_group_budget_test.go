@@ -13,9 +13,9 @@ import (
 // forum, each answer streamed over about 15 s, against a fake that
 // enforces Telegram's group budget (20 sends and edits a minute, all
 // topics together) with 429: every answer ends complete, exactly once, in
-// its topic, and the group's budget is never overdrawn. Today's wall time
-// is about 25 s (the answers' 15 s plus the finishing edits' turns), so
-// the window stays a real minute.
+// its topic, and the group's budget is never overdrawn. The test takes
+// about 18 s (the answers' 15 s plus the finishing edits' turns), so the
+// fake's window stays a real minute.
 func TestE2EGroupBudgetThreeTopics(t *testing.T) {
 	const token, group = "4242:e2e-group-budget", int64(-100910)
 	tg, err := faketelegram.Start(faketelegram.Options{Token: token,
