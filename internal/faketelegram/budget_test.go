@@ -1,7 +1,6 @@
 package faketelegram
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -12,15 +11,7 @@ import (
 // together, are refused past the budget with 429 and a retry_after up to
 // the window; other groups and private chats are not affected.
 func TestGroupBudgetRefusesPastTheBudget(t *testing.T) {
-	s, err := Start(Options{Token: testToken, GroupBudget: Budget{Calls: 3, Window: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	bot, err := tgbotapi.NewBotAPIWithClient(testToken, s.URL()+"/bot%s/%s", &http.Client{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, bot := startWith(t, Options{Token: testToken, GroupBudget: Budget{Calls: 3, Window: time.Minute}})
 	s.Push(s.TopicText(-100, 1, 7, "ann", "hi"))
 	s.Push(s.TopicText(-100, 2, 7, "ann", "hi"))
 	s.Push(s.GroupText(-200, 7, "ann", "hi"))

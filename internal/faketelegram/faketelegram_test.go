@@ -18,7 +18,13 @@ const testToken = "123456:TEST-token_abc"
 // start runs a fake and a real tgbotapi client against it.
 func start(t *testing.T) (*Server, *tgbotapi.BotAPI) {
 	t.Helper()
-	s, err := Start(Options{Token: testToken})
+	return startWith(t, Options{Token: testToken})
+}
+
+// startWith is start with the fake's options.
+func startWith(t *testing.T, opts Options) (*Server, *tgbotapi.BotAPI) {
+	t.Helper()
+	s, err := Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
