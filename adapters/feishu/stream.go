@@ -134,10 +134,16 @@ func (s *cardStream) Finish(ctx context.Context, text string) (dispatch.Delivery
 			return dispatch.Delivery{}, fmt.Errorf("part %d of the reply: %w", i+1, err)
 		}
 		// The card refuses updates: it and the cards after it are
-		// replaced, in order.
+		// replaced, in order, unless one of them can be neither updated
+		// nor recalled and may already show its part: sent again, the
+		// person would read that part twice.
 		s.log.Warn().Err(err).Str("messageId", s.cards[i].id).Msg("feishu card cannot be updated; sending it again")
-		s.remove(ctx, s.cards[i:])
+		kept := s.recall(ctx, s.cards[i:])
+		stale := s.cards[i:]
 		s.cards = s.cards[:i]
+		if j, ok := mayShowItsPart(stale, kept, parts[i:]); ok {
+			return dispatch.Delivery{}, fmt.Errorf("part %d of the reply: its card can be neither updated nor recalled, and may show it already: %w", i+1+j, err)
+		}
 		if err := s.put(ctx, i, part, retryAll); err != nil {
 			return dispatch.Delivery{}, fmt.Errorf("part %d of the reply: %w", i+1, err)
 		}
@@ -159,6 +165,38 @@ func (s *cardStream) Abandon(ctx context.Context) error {
 	}
 	s.cards = nil
 	return errors.Join(errs...)
+}
+
+// recall deletes cards and returns which of them (by index) are still
+// there; each failure is logged.
+func (s *cardStream) recall(ctx context.Context, cards []card) map[int]bool {
+	kept := map[int]bool{}
+	for j, c := range cards {
+		if err := s.a.deleteMessage(ctx, c.id); err != nil {
+			s.log.Warn().Err(err).Str("messageId", c.id).Msg("feishu card cannot be recalled either")
+			kept[j] = true
+		}
+	}
+	return kept
+}
+
+// mayShowItsPart reports whether a card that stayed (kept, by index into
+// stale) may already show the part it would be sent again as: its text is
+// not known (a card Feishu may have shown with earlier content, see
+// card.known) or is exactly that part. It returns the first such card's
+// index. A card known to show less than its part may stay beside the
+// new one: the person reads a partial card and the whole part, never the
+// whole part twice.
+func mayShowItsPart(stale []card, kept map[int]bool, parts []string) (int, bool) {
+	for j, c := range stale {
+		if !kept[j] {
+			continue
+		}
+		if !c.known || (j < len(parts) && c.text == parts[j]) {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // remove deletes cards, logging failures: what is left is a stale card,

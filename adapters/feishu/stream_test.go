@@ -299,3 +299,38 @@ func TestStreamingSettingFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// A card that can be neither updated nor recalled stays as the person sees
+// it. It is sent again only when it is known to show less than its part:
+// the person may read a partial card and the whole answer, never the whole
+// answer twice.
+func TestACardThatCanBeNeitherUpdatedNorRecalledIsNeverShownTwice(t *testing.T) {
+	t.Run("known to show less: sent again", func(t *testing.T) {
+		e := streamEnv(t, nil)
+		s := e.open(trigger(e, e.lk.P2PText("oc_k", "ou_ann", "hi")))
+		e.show(s, "one")
+		e.show(s, "one two") // an update: the card is known to show this
+		e.lk.FailNext(fakelark.PathUpdate, 3, fakelark.CodeNotCard, "refused")
+		e.lk.FailNext(fakelark.PathDelete, 3, fakelark.CodeBadRequest, "refused")
+		e.finish(s, "one two three")
+		if got := texts(e.lk.Chat("oc_k")); !slices.Equal(got, []string{"one two", "one two three"}) {
+			t.Errorf("the chat shows %q, want the stale partial card and the whole answer once", got)
+		}
+	})
+	t.Run("may already show it: not sent again", func(t *testing.T) {
+		e := streamEnv(t, nil)
+		// A card an interrupted run left: what it shows is not known.
+		first := e.open(trigger(e, e.lk.P2PText("oc_u", "ou_ann", "hi")))
+		ids := e.show(first, "the whole answer")
+		s := e.open(trigger(e, e.lk.P2PText("oc_u", "ou_ann", "hi again")), ids...)
+		e.lk.FailNext(fakelark.PathUpdate, 3, fakelark.CodeNotCard, "refused")
+		e.lk.FailNext(fakelark.PathDelete, 3, fakelark.CodeBadRequest, "refused")
+		_, err := s.Finish(e.ctx(), "the whole answer")
+		if err == nil || !strings.Contains(err.Error(), "neither updated nor recalled") {
+			t.Errorf("Finish: %v, want the part reported as not delivered", err)
+		}
+		if got := texts(e.lk.Chat("oc_u")); !slices.Equal(got, []string{"the whole answer"}) {
+			t.Errorf("the chat shows %q, want the answer once", got)
+		}
+	})
+}
