@@ -84,6 +84,11 @@ type Options struct {
 	// Streaming shows a reply while the model writes it: a card updated in
 	// place (OpenStream). Off, each reply goes whole as text.
 	Streaming bool
+	// FirstCardAfter is how long a reply is written before its first card
+	// is sent (0 → StreamInterval; negative: at once). A reply done by
+	// then goes out once, as text, instead of a card sent and at once
+	// updated.
+	FirstCardAfter time.Duration
 	// Limits bound the retries of a send (zero values → defaults).
 	Limits Limits
 	// Media stores the files messages carry and transcribes voice; nil

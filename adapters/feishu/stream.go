@@ -49,10 +49,11 @@ func (a *Adapter) OpenStream(_ context.Context, req dispatch.RequestContext, res
 		return nil, false
 	}
 	s := &cardStream{
-		a:   a,
-		req: req,
-		n:   a.uuids.next(kindCard, req.MessageID),
-		log: a.log.With().Str("chatKey", req.ChatKey).Logger(),
+		a:      a,
+		opened: time.Now(),
+		req:    req,
+		n:      a.uuids.next(kindCard, req.MessageID),
+		log:    a.log.With().Str("chatKey", req.ChatKey).Logger(),
 	}
 	for _, id := range resume {
 		if id != "" && !slices.ContainsFunc(s.cards, func(c card) bool { return c.id == id }) {
@@ -63,6 +64,21 @@ func (a *Adapter) OpenStream(_ context.Context, req dispatch.RequestContext, res
 	// differ from the ones those were sent with.
 	s.sends = len(s.cards)
 	return s, true
+}
+
+// errFirstCardLater is why a reply's first card is not sent yet.
+var errFirstCardLater = errors.New("feishu: the first card of a reply waits a moment")
+
+// firstCardAfter is Options.FirstCardAfter with its default.
+func (a *Adapter) firstCardAfter() time.Duration {
+	switch d := a.opts.FirstCardAfter; {
+	case d < 0:
+		return 0
+	case d == 0:
+		return StreamInterval
+	default:
+		return d
+	}
 }
 
 // card is one message of a streamed reply.
@@ -78,12 +94,13 @@ type card struct {
 // cardStream is one reply shown as it is written. Its methods are called
 // from one goroutine at a time (the dispatch.ReplyStream contract).
 type cardStream struct {
-	a     *Adapter
-	req   dispatch.RequestContext
-	n     int // which card reply to req.MessageID this is, for uuids
-	sends int // cards sent so far (and resumed), for uuids
-	cards []card
-	log   zerolog.Logger
+	a      *Adapter
+	opened time.Time // when the reply began: the first card waits a little
+	req    dispatch.RequestContext
+	n      int // which card reply to req.MessageID this is, for uuids
+	sends  int // cards sent so far (and resumed), for uuids
+	cards  []card
+	log    zerolog.Logger
 }
 
 // Interval is StreamInterval.
@@ -103,6 +120,13 @@ func (s *cardStream) ids() []string {
 func (s *cardStream) Show(ctx context.Context, text string) ([]string, error) {
 	if strings.TrimSpace(text) == "" {
 		return s.ids(), nil
+	}
+	if len(s.cards) == 0 {
+		// The first card waits: a reply done before it goes out once, as
+		// text (Finish), not as a card sent and updated at once.
+		if wait := s.a.firstCardAfter() - time.Since(s.opened); wait > 0 {
+			return s.ids(), &dispatch.RetryAfter{Wait: wait, Err: errFirstCardLater}
+		}
 	}
 	for i, part := range split.Split(text, MaxMessageChars) {
 		if err := s.put(ctx, i, part, retryNone); err != nil {

@@ -21,7 +21,8 @@ import (
 // streamEnv is an adapter with streaming on, driven directly the way the
 // engine drives it: OpenStream, Show, Finish.
 func streamEnv(t *testing.T, lk *fakelark.Server) *env {
-	return newEnv(t, setup{lk: lk, noStart: true, opts: func(o *feishu.Options) { o.Streaming = true }})
+	// The first card goes at once: these tests drive Show themselves.
+	return newEnv(t, setup{lk: lk, noStart: true, opts: func(o *feishu.Options) { o.Streaming, o.FirstCardAfter = true, -1 }})
 }
 
 // trigger makes the fake know a user's message and returns the request
@@ -333,4 +334,23 @@ func TestACardThatCanBeNeitherUpdatedNorRecalledIsNeverShownTwice(t *testing.T) 
 			t.Errorf("the chat shows %q, want the answer once", got)
 		}
 	})
+}
+
+// A reply done before its first card is due goes out once, as text: not a
+// card sent and updated a moment later (two calls for one message).
+func TestAReplyDoneBeforeTheFirstCardGoesOutOnce(t *testing.T) {
+	e := newEnv(t, setup{noStart: true, opts: func(o *feishu.Options) { o.Streaming, o.FirstCardAfter = true, time.Hour }})
+	s := e.open(trigger(e, e.lk.P2PText("oc_f", "ou_ann", "hi")))
+	if _, err := s.Show(e.ctx(), "a short"); err == nil {
+		t.Fatal("the first card went out at once")
+	} else if wait, ok := dispatch.RetryAfterOf(err); !ok || wait <= 0 {
+		t.Fatalf("Show: %v, want a wait until the first card is due", err)
+	}
+	e.finish(s, "a short answer")
+	if sent := e.lk.Sent(); len(sent) != 1 || sent[0].MsgType != "text" || sent[0].Text != "a short answer" {
+		t.Errorf("sent %+v, want one text message", sent)
+	}
+	if n := e.lk.Calls(fakelark.PathUpdate); n != 0 {
+		t.Errorf("%d card updates, want none", n)
+	}
 }
