@@ -85,3 +85,35 @@ func TestSentMaxTokensFieldByHost(t *testing.T) {
 		t.Errorf("err = %v, want ErrBadMaxTokensField", err)
 	}
 }
+
+// The body is spliced, not re-encoded: only the top-level key is renamed
+// and top_p added, and every other byte (a nested property of the same
+// name, a string that reads like the key, escaped quotes) stays as sent.
+func TestRewriteTouchesOnlyTheTopLevelKey(t *testing.T) {
+	d := bodyDoer{legacyMaxTokens: true}
+	cases := []struct{ in, want string }{
+		{`{"model":"m","max_completion_tokens":5}`, `{"model":"m","max_tokens":5}`},
+		{`{"messages":[{"content":"say \"max_completion_tokens\": 9"}],"max_completion_tokens": 5}`,
+			`{"messages":[{"content":"say \"max_completion_tokens\": 9"}],"max_tokens": 5}`},
+		{`{"tools":[{"parameters":{"properties":{"max_completion_tokens":{"type":"integer"}}}}],"max_completion_tokens":7}`,
+			`{"tools":[{"parameters":{"properties":{"max_completion_tokens":{"type":"integer"}}}}],"max_tokens":7}`},
+		{`{"tools":[{"parameters":{"properties":{"max_completion_tokens":{}}}}]}`,
+			`{"tools":[{"parameters":{"properties":{"max_completion_tokens":{}}}}]}`},
+		{`{"content":"\\","max_completion_tokens":3}`, `{"content":"\\","max_tokens":3}`},
+		{`not json`, `not json`},
+	}
+	for _, c := range cases {
+		got, err := d.rewrite([]byte(c.in), 0, false)
+		if err != nil || string(got) != c.want {
+			t.Errorf("rewrite(%s) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	got, _ := bodyDoer{}.rewrite([]byte(`{"model":"m"}`), 0.5, true)
+	if string(got) != `{"top_p":0.5,"model":"m"}` {
+		t.Errorf("top_p: %s", got)
+	}
+	got, _ = bodyDoer{}.rewrite([]byte(`{}`), 0.5, true)
+	if string(got) != `{"top_p":0.5}` {
+		t.Errorf("top_p into an empty object: %s", got)
+	}
+}

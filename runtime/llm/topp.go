@@ -3,12 +3,12 @@ package llm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
@@ -121,31 +121,70 @@ func (d bodyDoer) Do(req *http.Request) (*http.Response, error) {
 // under the name the server reads. Only top-level keys are touched: a
 // tool's schema may well have a property of the same name.
 func (d bodyDoer) rewrite(body []byte, topP float64, hasTopP bool) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		// Not a JSON object: not a chat request, nothing of ours in it.
-		return body, nil
+	// Spliced, not decoded and encoded again: the body carries the tool
+	// schemas and the whole history, and re-encoding it on every call
+	// cost a tenth of a turn's CPU.
+	if len(body) < 2 || body[0] != '{' {
+		return body, nil // not a JSON object: not a chat request
 	}
-	changed := false
-	if hasTopP {
-		v, err := json.Marshal(topP)
-		if err != nil {
-			return nil, fmt.Errorf("encoding top_p: %w", err)
+	if d.legacyMaxTokens {
+		if i := topLevelKey(body, MaxTokensCompletion); i >= 0 {
+			renamed := make([]byte, 0, len(body))
+			renamed = append(renamed, body[:i]...)
+			renamed = append(renamed, `"`+MaxTokensLegacy+`"`...)
+			body = append(renamed, body[i+len(MaxTokensCompletion)+2:]...)
 		}
-		fields["top_p"] = v
-		changed = true
 	}
-	if v, ok := fields[MaxTokensCompletion]; ok && d.legacyMaxTokens {
-		delete(fields, MaxTokensCompletion)
-		fields[MaxTokensLegacy] = v
-		changed = true
+	if hasTopP && topLevelKey(body, "top_p") < 0 {
+		// langchaingo never writes top_p (see above), so adding it after
+		// the opening brace cannot make a duplicate key.
+		field := `{"top_p":` + strconv.FormatFloat(topP, 'g', -1, 64)
+		if len(bytes.TrimSpace(body[1:])) > 1 { // not "{}"
+			field += ","
+		}
+		body = append([]byte(field), body[1:]...)
 	}
-	if !changed {
-		return body, nil
+	return body, nil
+}
+
+// topLevelKey returns where the key name (its opening quote) stands in
+// the JSON object body, at the top level only; -1 when it is not there.
+// A key of a nested object (a tool schema's property) and a string value
+// that reads like it do not count.
+func topLevelKey(body []byte, name string) int {
+	depth, start := 0, -1
+	inString, escaped := false, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				if depth == 1 && string(body[start+1:i]) == name && isKey(body[i+1:]) {
+					return start
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString, start = true, i
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
 	}
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the model request: %w", err)
-	}
-	return out, nil
+	return -1
+}
+
+// isKey reports whether rest, what follows a string, starts with a colon
+// (the string was a key).
+func isKey(rest []byte) bool {
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	return len(rest) > 0 && rest[0] == ':'
 }
