@@ -9,14 +9,13 @@ import (
 // none: a page on any website could otherwise make a local ship send
 // messages in the user's name.
 func (s *Server) withCORS(next http.Handler) http.Handler {
-	origins := s.opts.CORSOrigins
-	if len(origins) == 0 {
+	if len(s.opts.CORSOrigins) == 0 {
 		return next
 	}
-	any := slices.Contains(origins, "*")
+	allowed := s.corsAllowed()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		if origin != "" && (any || slices.Contains(origins, origin)) {
+		if origin != "" && allowed(origin) {
 			h := w.Header()
 			h.Add("Vary", "Origin")
 			h.Set("Access-Control-Allow-Origin", origin)
@@ -30,4 +29,12 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// corsAllowed returns whether a browser origin is in Options.CORSOrigins
+// ("*" allows any): the rule withCORS and withBrowserGuard share.
+func (s *Server) corsAllowed() func(origin string) bool {
+	origins := s.opts.CORSOrigins
+	anyOrigin := slices.Contains(origins, "*")
+	return func(origin string) bool { return anyOrigin || slices.Contains(origins, origin) }
 }

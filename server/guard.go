@@ -3,7 +3,6 @@ package server
 import (
 	"mime"
 	"net/http"
-	"slices"
 
 	"github.com/shipmyagent/ship/server/netguard"
 )
@@ -28,8 +27,7 @@ import (
 // withAuth: a page that has no business here gets 403, whether or not a
 // token is set.
 func (s *Server) withBrowserGuard(next http.Handler) http.Handler {
-	anyOrigin := slices.Contains(s.opts.CORSOrigins, "*")
-	allowed := func(origin string) bool { return anyOrigin || slices.Contains(s.opts.CORSOrigins, origin) }
+	allowed := s.corsAllowed()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isAPIPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
