@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/shipmyagent/ship/runtime/chat"
-	"github.com/shipmyagent/ship/server/internal/throttle"
 )
 
 // NamedToken is a bearer token of its own: its holder acts as Identity in
@@ -37,7 +36,6 @@ type authenticator struct {
 // setupAuth reads the tokens of the options. Config validation says the
 // same in its own words; this guards other callers of New.
 func (s *Server) setupAuth() error {
-	s.throttle = throttle.New(throttle.Options{Now: s.opts.Now})
 	if s.opts.Token == "" && len(s.opts.Tokens) == 0 {
 		return nil
 	}

@@ -167,6 +167,7 @@ func New(opts Options) (*Server, error) {
 		inflight: make(map[runKey]*collector),
 		closing:  make(chan struct{}),
 		streams:  newStreamSlots(opts.SSEMaxPerClient, opts.SSEMaxTotal),
+		throttle: throttle.New(throttle.Options{Now: opts.Now}),
 	}
 	if err := s.setupAuth(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
