@@ -3,11 +3,9 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/turn"
+	"github.com/shipmyagent/ship/server/internal/throttle"
 )
 
 // retryAfterSeconds is what a refused client is told to wait: long enough
@@ -96,7 +95,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			Text:      in.instructions,
 			MessageID: in.messageID,
 			UserID:    in.userID,
-			ChatType:  "api",
+			ChatType:  chat.ChatTypeAPI,
 		},
 		Meta: identityMeta(who),
 		// A retry of a message that was answered must not run it again:
@@ -176,10 +175,10 @@ func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err er
 	var limited *ingress.RateLimitedError
 	switch {
 	case errors.As(err, &limited):
-		secs := int64(math.Ceil(limited.RetryAfter.Seconds()))
-		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-		writeError(w, r, http.StatusTooManyRequests, codeRateLimited, fmt.Sprintf(
-			"too many messages from this sender in this chat; try again in %d s (nothing was recorded)", max(secs, 1)))
+		secs := throttle.RetryAfter(max(limited.RetryAfter, time.Second))
+		w.Header().Set("Retry-After", secs)
+		writeError(w, r, http.StatusTooManyRequests, codeRateLimited,
+			"too many messages from this sender in this chat; try again in "+secs+" s (nothing was recorded)")
 	case ingress.IsStopped(err):
 		w.Header().Set("Retry-After", retryAfterSeconds)
 		writeError(w, r, http.StatusServiceUnavailable, codeShuttingDown,

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -141,9 +140,9 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 			wait = s.throttle.Wait(addr)
 		}
 		if wait > 0 {
-			w.Header().Set("Retry-After", retryAfter(wait))
+			w.Header().Set("Retry-After", throttle.RetryAfter(wait))
 			writeError(w, r, http.StatusTooManyRequests, codeRateLimited,
-				"too many wrong tokens from your address; try again in "+retryAfter(wait)+" s")
+				"too many wrong tokens from your address; try again in "+throttle.RetryAfter(wait)+" s")
 			return
 		}
 		if identity == "" {
@@ -154,11 +153,6 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity)))
 	})
-}
-
-// retryAfter is d in whole seconds, rounded up, for a Retry-After header.
-func retryAfter(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }

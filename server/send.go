@@ -57,7 +57,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		ID:      taskID,
 		Channel: chat.ChannelAPI,
 		ChatKey: in.chatKey,
-		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: "api"},
+		Message: ingress.IncomingChatMessage{ChatID: in.chatID, Text: in.instructions, MessageID: in.messageID, UserID: in.userID, ChatType: chat.ChatTypeAPI},
 		Meta:    meta,
 		// The same userMessageId again is a duplicate and runs nothing.
 		Once: true,

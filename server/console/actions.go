@@ -38,7 +38,7 @@ func (c *Console) send(r *http.Request, key, chatID, text string) error {
 		Channel: chat.ChannelAPI,
 		ChatKey: key,
 		Message: ingress.IncomingChatMessage{ChatID: chatID, Text: text, MessageID: id, UserID: consoleUser,
-			Username: consoleUser, ChatType: "api"},
+			Username: consoleUser, ChatType: chat.ChatTypeAPI},
 		Meta: map[string]any{"identity": who},
 		Once: true,
 		Turn: turn.Turn{Identity: who},

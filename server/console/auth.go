@@ -6,10 +6,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -219,10 +217,10 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 		c.log.Warn().Str("remote", addr).Msg("too many wrong console logins from one address: it is held back for a minute")
 	}
 	if wait > 0 {
-		secs := int64((wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		secs := throttle.RetryAfter(wait)
+		w.Header().Set("Retry-After", secs)
 		c.renderLogin(w, r, http.StatusTooManyRequests,
-			fmt.Sprintf("Too many wrong tokens from your address; wait %d seconds and try again.", secs))
+			"Too many wrong tokens from your address; wait "+secs+" seconds and try again.")
 		return
 	}
 	if !ok {

@@ -5,6 +5,7 @@ package throttle
 
 import (
 	"net"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -163,4 +164,10 @@ func Key(remoteAddr string) string {
 		return ip4.String()
 	}
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// RetryAfter is d in whole seconds, rounded up, for a Retry-After header
+// and the message that goes with it.
+func RetryAfter(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
