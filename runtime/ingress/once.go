@@ -32,38 +32,47 @@ func (in *Ingress) acceptOnce(ctx context.Context, s Submission) (Ticket, error)
 	if id == "" {
 		return in.accept(ctx, s)
 	}
-	key := seenKey(s.ChatKey, id)
+	var t Ticket
+	err := in.once(ctx, s.ChatKey, id, stateAnswered, func(state logState) (err error) {
+		if state == stateUnanswered {
+			in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
+				Msg("re-delivered message was logged but never answered (crash?): running it now")
+			s.prepare(ctx)
+			t, err = in.enqueue(ctx, s, false)
+			return err
+		}
+		t, err = in.accept(ctx, s)
+		return err
+	})
+	return t, err
+}
+
+// once runs take for message id of chatKey unless it was seen before: in
+// this process, by another replica (the claim), or in the chat's log in a
+// state at or past dup. The message is remembered as seen, and its claim
+// kept, unless take fails.
+func (in *Ingress) once(ctx context.Context, chatKey, id string, dup logState, take func(logState) error) error {
+	key := seenKey(chatKey, id)
 	if known, _ := in.seen.ContainsOrAdd(key, struct{}{}); known {
-		return Ticket{}, ErrDuplicate
+		return ErrDuplicate
 	}
 	if err := in.claim(ctx, key); err != nil {
 		in.seen.Remove(key)
-		return Ticket{}, err
+		return err
 	}
-	state, err := in.logState(ctx, s.ChatKey, id)
-	if err != nil {
-		in.seen.Remove(key)
-		in.unclaim(ctx, key, false)
-		return Ticket{}, err
-	}
-	var t Ticket
-	switch state {
-	case stateAnswered:
+	state, err := in.logState(ctx, chatKey, id)
+	if err == nil && state >= dup {
 		in.unclaim(ctx, key, true)
-		return Ticket{}, ErrDuplicate
-	case stateUnanswered:
-		in.log.Warn().Str("chatKey", s.ChatKey).Str("messageId", id).
-			Msg("re-delivered message was logged but never answered (crash?): running it now")
-		s.prepare(ctx)
-		t, err = in.enqueue(ctx, s, false)
-	default:
-		t, err = in.accept(ctx, s)
+		return ErrDuplicate
+	}
+	if err == nil {
+		err = take(state)
 	}
 	if err != nil {
 		in.seen.Remove(key)
 	}
 	in.unclaim(ctx, key, err == nil)
-	return t, err
+	return err
 }
 
 // unclaimTimeout bounds settling a claim after the caller's context ended.
@@ -138,25 +147,8 @@ func (in *Ingress) RecordOnce(ctx context.Context, s Submission) error {
 	if s.Message.MessageID == "" {
 		return in.Record(ctx, s)
 	}
-	key := seenKey(s.ChatKey, s.Message.MessageID)
-	if known, _ := in.seen.ContainsOrAdd(key, struct{}{}); known {
-		return ErrDuplicate
-	}
-	if err := in.claim(ctx, key); err != nil {
-		in.seen.Remove(key)
-		return err
-	}
-	state, err := in.logState(ctx, s.ChatKey, s.Message.MessageID)
-	if err == nil && state != stateNew {
-		in.unclaim(ctx, key, true)
-		return ErrDuplicate
-	}
-	if err == nil {
-		err = in.Record(ctx, s)
-	}
-	if err != nil {
-		in.seen.Remove(key)
-	}
-	in.unclaim(ctx, key, err == nil)
-	return err
+	// Logged once, answered or not, it is a duplicate.
+	return in.once(ctx, s.ChatKey, s.Message.MessageID, stateUnanswered, func(logState) error {
+		return in.Record(ctx, s)
+	})
 }
