@@ -222,19 +222,10 @@ func (q *Queue[T]) Enqueue(item Item[T]) (Ticket, error) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.stopped {
-		return Ticket{}, ErrQueueStopped
+	if err := q.admitsLocked(item.ChatKey); err != nil {
+		return Ticket{}, err
 	}
-	// A lane exists only while its chat has an item waiting or running, and
-	// after dispatchLocked an idle worker means no chat is runnable: so a new
-	// chat with a free worker starts now. Such an item never waits and does
-	// not count against Capacity: a backlog in one chat must not turn away a
-	// chat that an idle worker could serve right now.
 	lane := q.lanes[item.ChatKey]
-	startsNow := lane == nil && q.running < q.opts.Concurrency
-	if !startsNow && q.order.Len() >= q.opts.Capacity {
-		return Ticket{}, &QueueFullError{Capacity: q.opts.Capacity, Waiting: q.order.Len()}
-	}
 	if item.ID == "" {
 		item.ID = q.newIDLocked()
 	} else if _, dup := q.byID[item.ID]; dup {
@@ -271,9 +262,19 @@ func (q *Queue[T]) Enqueue(item Item[T]) (Ticket, error) {
 func (q *Queue[T]) Admits(chatKey string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.admitsLocked(chatKey)
+}
+
+// admitsLocked is Admits with q.mu held: Enqueue's refusal rule.
+func (q *Queue[T]) admitsLocked(chatKey string) error {
 	if q.stopped {
 		return ErrQueueStopped
 	}
+	// A lane exists only while its chat has an item waiting or running, and
+	// after dispatchLocked an idle worker means no chat is runnable: so a new
+	// chat with a free worker starts now. Such an item never waits and does
+	// not count against Capacity: a backlog in one chat must not turn away a
+	// chat that an idle worker could serve right now.
 	startsNow := q.lanes[chatKey] == nil && q.running < q.opts.Concurrency
 	if !startsNow && q.order.Len() >= q.opts.Capacity {
 		return &QueueFullError{Capacity: q.opts.Capacity, Waiting: q.order.Len()}
