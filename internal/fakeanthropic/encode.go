@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/shipmyagent/ship/internal/fakehttp"
 )
@@ -107,17 +106,7 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	}
 	// paced waits before a piece of a paced answer; false: the client left.
 	paced := func() bool {
-		if rp.pace.Every <= 0 {
-			return true
-		}
-		t := time.NewTimer(rp.pace.Every)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		return rp.pace.Every <= 0 || fakehttp.Pause(ctx, rp.pace.Every)
 	}
 	for i, b := range rp.blocks {
 		first := b

@@ -1,8 +1,8 @@
 // Package fakehttp is the loopback HTTP server under the model API fakes
 // (fakeopenai, fakeanthropic): a listener on 127.0.0.1, a Close that lets
 // the requests being answered finish, and a bounded log of the requests a
-// fake recorded, and how both cut a streamed reply into pieces. It does
-// not import "testing": load programs use the fakes too.
+// fake recorded, and how both cut a streamed reply into pieces and pace
+// them. It does not import "testing": load programs use the fakes too.
 package fakehttp
 
 import (

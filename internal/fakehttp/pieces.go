@@ -1,6 +1,8 @@
 package fakehttp
 
 import (
+	"context"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -64,4 +66,18 @@ func RoughTokens(s string) int {
 		return 0
 	}
 	return (len(s) + 3) / 4
+}
+
+// Pause waits d before the next piece of a paced stream, or until ctx ends
+// (the client went away); it reports whether d passed. Both fakes pace
+// their streams with it.
+func Pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -143,24 +143,14 @@ func writeStream(ctx context.Context, w http.ResponseWriter, rp reply) {
 	}
 	pace := rp.resp.Pace
 	first := true
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
 	sent := 0 // pieces of text or arguments sent
 	delta := func(d outDelta, finish *string) bool {
-		if pace.Every > 0 && finish == nil && !wait(pace.Every) {
+		if pace.Every > 0 && finish == nil && !fakehttp.Pause(ctx, pace.Every) {
 			return false
 		}
 		piece := d.Content != nil && *d.Content != "" || len(d.ToolCalls) > 0 && d.ToolCalls[0].Function.Arguments != ""
 		if piece {
-			if pace.Stall > 0 && sent == pace.StallAfter && !wait(pace.Stall) {
+			if pace.Stall > 0 && sent == pace.StallAfter && !fakehttp.Pause(ctx, pace.Stall) {
 				return false
 			}
 			sent++
