@@ -4,7 +4,7 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/shipmyagent/ship/server/netguard"
+	"github.com/shipmyagent/ship/internal/netguard"
 )
 
 // withBrowserGuard keeps web pages from driving the API through the user's

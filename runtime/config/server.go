@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shipmyagent/ship/internal/netguard"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
@@ -46,13 +46,7 @@ const tokenAdvice = "use at least 32 random bytes, e.g. `openssl rand -hex 32` (
 func (s ServerConfig) AuthOn() bool { return s.Token != "" || len(s.Tokens) > 0 }
 
 // Loopback reports whether Host is reachable from this machine only.
-func (s ServerConfig) Loopback() bool {
-	if strings.EqualFold(s.Host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(s.Host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
+func (s ServerConfig) Loopback() bool { return netguard.LoopbackHost(s.Host) }
 
 // CheckExposure is the start-up check of where the API listens (Host may
 // come from a flag, after Load): beyond loopback it needs a token, and

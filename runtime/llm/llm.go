@@ -6,13 +6,14 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/shipmyagent/ship/internal/netguard"
 )
 
 // Provider names.
@@ -177,20 +178,11 @@ func New(c Config) (llms.Model, error) {
 	}
 }
 
+// isLoopback reports whether a base URL names this machine (see
+// netguard.LoopbackHost).
 func isLoopback(base string) bool {
-	if base == "" {
-		return false
-	}
 	u, err := url.Parse(base)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && u.Host != "" && netguard.LoopbackHost(u.Host)
 }
 
 // redactURL drops credentials a base URL might carry.

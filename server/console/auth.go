@@ -14,8 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shipmyagent/ship/internal/netguard"
 	"github.com/shipmyagent/ship/server/internal/throttle"
-	"github.com/shipmyagent/ship/server/netguard"
 )
 
 // Session settings. A session lives in memory: a restart asks for the

@@ -4,7 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/shipmyagent/ship/server/netguard"
+	"github.com/shipmyagent/ship/internal/netguard"
 )
 
 func TestLoopbackNeedsALoopbackAddressAndHostName(t *testing.T) {
