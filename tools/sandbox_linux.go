@@ -134,20 +134,24 @@ func bwrapArgv(s *sandbox, layout bwrapLayout, command string) []string {
 // hidden where it leads, when that is visible in the sandbox (roots); one
 // leading elsewhere, or nowhere, shows nothing anyway. Files come before
 // folders, so a file inside a hidden folder is masked before the folder
-// is covered.
+// is covered. dir has its symlinks resolved (sandboxDir), so a name that
+// is one plain file or folder costs one lstat; only a symlink is followed.
 func maskArgs(dir string, names, roots []string) []string {
 	var files, dirs []string
 	for _, name := range names {
-		real, err := filepath.EvalSymlinks(filepath.Join(dir, name))
+		real := filepath.Join(dir, name)
+		fi, err := os.Lstat(real)
+		if err == nil && (fi.Mode()&os.ModeSymlink != 0 || strings.ContainsRune(name, filepath.Separator)) {
+			if real, err = filepath.EvalSymlinks(real); err == nil {
+				fi, err = os.Stat(real)
+			}
+		}
 		if err != nil || !under(real, roots) {
 			continue
 		}
-		fi, err := os.Stat(real)
-		switch {
-		case err != nil:
-		case fi.IsDir():
+		if fi.IsDir() {
 			dirs = append(dirs, "--tmpfs", real, "--remount-ro", real)
-		default:
+		} else {
 			files = append(files, "--ro-bind", "/dev/null", real)
 		}
 	}
