@@ -83,6 +83,7 @@ type Node struct {
 	runs   jetstream.KeyValue
 	claims jetstream.KeyValue
 	offs   jetstream.KeyValue
+	state  jetstream.KeyValue
 	queue  jetstream.Stream
 }
 
@@ -170,6 +171,7 @@ func (n *Node) setup(ctx context.Context) error {
 		{&n.runs, bucketRuns, runStateTTL, "runs begun: attempts, send intents, streamed replies"},
 		{&n.claims, bucketClaims, claimTTL, "platform message ids taken, cluster-wide"},
 		{&n.offs, bucketOffsets, 0, "where each platform connection resumes"},
+		{&n.state, bucketState, 0, "shared records: approvals and grants, model choices, task slots, contacts"},
 	}
 	for _, bk := range buckets {
 		steps = append(steps, func(ctx context.Context) error {
