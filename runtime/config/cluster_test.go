@@ -41,3 +41,26 @@ func TestClusterTelegramWebhookNeedsAFixedSecret(t *testing.T) {
 		t.Errorf("a process on its own makes a secret up: %v", err)
 	}
 }
+
+// A cluster section that names no NATS would run a single process while
+// its operator believes it is one replica of a group: refused, with how to
+// fix it; the NATS URL from the environment completes it.
+func TestAClusterSectionWithoutNATSIsRefused(t *testing.T) {
+	for _, section := range []string{`{}`, `{"replica": "r1", "partitions": 8}`, `{"nats": {"url": "${NATS_ADDR}"}}`} {
+		dir := t.TempDir()
+		write(t, dir, FileName, `{"cluster": `+section+`}`)
+		_, err := Load(dir, envOf(nil))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cluster.nats.url") {
+			t.Errorf("cluster %s: err = %v, want a refusal naming cluster.nats.url", section, err)
+		}
+		cfg, err := Load(dir, envOf(map[string]string{"SHIP_NATS_URL": "nats://127.0.0.1:4222"}))
+		if err != nil || !cfg.Cluster.On() {
+			t.Errorf("cluster %s with SHIP_NATS_URL: on=%v err=%v", section, cfg.Cluster.On(), err)
+		}
+	}
+	dir := t.TempDir()
+	write(t, dir, FileName, `{"queue": {"concurrency": 2}}`)
+	if cfg, err := Load(dir, envOf(nil)); err != nil || cfg.Cluster.On() {
+		t.Errorf("no cluster section: on=%v err=%v, want a single process", cfg.Cluster.On(), err)
+	}
+}

@@ -53,6 +53,9 @@ type Config struct {
 	// lookup is how this configuration read the environment (and .env):
 	// a reload of ship.json expands "${VAR}" the same way.
 	lookup LookupEnv
+	// clusterWritten says ship.json has a cluster section, whatever it
+	// holds: one without NATS settings is an error, not a single process.
+	clusterWritten bool
 }
 
 // ServerConfig is the HTTP API.
@@ -281,6 +284,9 @@ func decodeFile(raw []byte, lookup LookupEnv, cfg *Config) error {
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		return fmt.Errorf("%w: %s is not valid JSON: %v", ErrInvalid, FileName, err)
 	}
+	if m, ok := tree.(map[string]any); ok {
+		_, cfg.clusterWritten = m["cluster"]
+	}
 	expanded, err := json.Marshal(expand(tree, lookup))
 	if err != nil {
 		return fmt.Errorf("expanding %s: %w", FileName, err)
@@ -454,6 +460,11 @@ func (c *Config) validate() error {
 	}
 	if err := c.MCP.Validate(); err != nil {
 		return err
+	}
+	if c.clusterWritten && !c.Cluster.On() {
+		return fmt.Errorf("%w: ship.json has a cluster section but no NATS to share: set cluster.nats.url "+
+			"(or SHIP_NATS_URL) for an external NATS, or cluster.nats.embedded for a server inside ship; "+
+			"remove the section to run as a single process", ErrInvalid)
 	}
 	if err := c.Cluster.validate(); err != nil {
 		return err
