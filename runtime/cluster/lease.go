@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,17 +28,27 @@ type leaseValue struct {
 // TTL expires a lease its holder stopped renewing, so a dead replica's
 // work is free again after at most leaseTTL.
 type lease struct {
-	n      *Node
-	key    string
-	rev    uint64
-	val    []byte
+	n   *Node
+	key string
+	rev uint64
+	val []byte
+	// taken is the revision that created the lease: each holder's is
+	// higher than every earlier holder's, so it is the fencing token run
+	// state is written with (runState.Lease).
+	taken uint64
+
+	mu sync.Mutex
+	// lastOK is when the last successful renewal was sent: the server
+	// stamped it later, so the lease lives at least leaseTTL past lastOK.
 	lastOK time.Time
+	lost   bool
 }
 
 // tryAcquire takes lease key if nobody holds it; (nil, nil) when someone
 // does.
 func (n *Node) tryAcquire(ctx context.Context, key string) (*lease, error) {
 	val, _ := json.Marshal(leaseValue{Holder: n.opts.Replica, Boot: n.boot, Since: time.Now().UnixMilli()})
+	sent := time.Now()
 	rev, err := n.leases.Create(ctx, key, val)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, nil
@@ -45,35 +56,62 @@ func (n *Node) tryAcquire(ctx context.Context, key string) (*lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("taking lease %s: %w", key, err)
 	}
-	return &lease{n: n, key: key, rev: rev, val: val, lastOK: time.Now()}, nil
+	return &lease{n: n, key: key, rev: rev, val: val, taken: rev, lastOK: sent}, nil
 }
 
 // renew extends the lease. It returns errLeaseLost when another replica
 // took it, or when renewing failed for so long that the lease may have
 // expired: the holder then stops rather than risk two holders.
 func (l *lease) renew(ctx context.Context) error {
+	sent := time.Now()
 	rev, err := l.n.leases.Update(ctx, l.key, l.val, l.rev)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost {
+		return errLeaseLost
+	}
 	if err == nil {
-		l.rev, l.lastOK = rev, time.Now()
+		l.rev, l.lastOK = rev, sent
 		return nil
 	}
 	var apiErr *jetstream.APIError
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		l.lost = true
 		return errLeaseLost
 	}
 	if time.Since(l.lastOK) > leaseTTL-leaseRenew {
+		l.lost = true
 		return fmt.Errorf("%w: not renewed for %s: %v", errLeaseLost, time.Since(l.lastOK).Round(time.Millisecond), err)
 	}
 	return nil // NATS hiccup (a leader election): try again at the next tick
 }
 
+// held reports whether this replica may still act under the lease: it was
+// not lost, and its last renewal is recent enough that the server cannot
+// have expired it yet (it lives leaseTTL past lastOK; leaseRenew of that
+// is margin for the write about to be made under it). A replica paused
+// (SIGSTOP, a long GC, a VM migration) past that wakes up not holding it,
+// before any renewal tells it so.
+func (l *lease) held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lost && time.Since(l.lastOK) < leaseTTL-leaseRenew
+}
+
 // due reports whether the lease should be renewed now: balance looks every
 // leaseRetry, and renewing every leaseRenew is enough.
-func (l *lease) due() bool { return time.Since(l.lastOK) >= leaseRenew/2 }
+func (l *lease) due() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Since(l.lastOK) >= leaseRenew/2
+}
 
 // release gives the lease back at once, so the next holder need not wait
 // for it to expire.
 func (l *lease) release() {
+	l.mu.Lock()
+	l.lost = true
+	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := l.n.leases.Delete(ctx, l.key, jetstream.LastRevision(l.rev)); err != nil {

@@ -221,9 +221,11 @@ func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) {
 	}
 	q.mu.Unlock()
 	fl := &inflight{part: p, seq: meta.Sequence.Stream}
-	if e, err := q.n.runs.Get(ctx, token(it.ID)); err == nil {
-		_ = json.Unmarshal(e.Value(), &fl.state)
-		fl.stored = true
+	if err := q.readRunState(ctx, it.ID, fl); err != nil {
+		// The partition stopped (lease lost, shutdown) before the state
+		// could be read: the next holder reads it.
+		<-q.slots
+		return
 	}
 	it.Attempts, it.Sends, it.Streamed = fl.state.Attempts, fl.state.Sends, fl.state.Streamed
 	q.mu.Lock()
@@ -295,80 +297,4 @@ func (q *Queue) Partitions() []int {
 	}
 	sort.Ints(out)
 	return out
-}
-
-// Start implements journal.Recorder.
-func (q *Queue) Start(id string) error {
-	return q.record(id, func(s *runState) { s.Attempts++ })
-}
-
-// Sending implements journal.Recorder: the intent is stored on the
-// stream's replicas before the reply goes out.
-func (q *Queue) Sending(id string) error {
-	return q.record(id, func(s *runState) { s.Sends++; s.Streamed = nil })
-}
-
-// Streaming implements journal.Recorder.
-func (q *Queue) Streaming(id string, visible []string) error {
-	return q.record(id, func(s *runState) { s.Streamed = visible })
-}
-
-func (q *Queue) record(id string, change func(*runState)) error {
-	q.mu.Lock()
-	fl, ok := q.items[id]
-	var st runState
-	if ok {
-		change(&fl.state)
-		st = fl.state
-		fl.stored = true
-	}
-	q.mu.Unlock()
-	if !ok {
-		return nil // not a shared item
-	}
-	b, _ := json.Marshal(st)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return retry(ctx, q.n.log, "recording a run's state", func(ctx context.Context) error {
-		_, err := q.n.runs.Put(ctx, token(id), b)
-		return err
-	})
-}
-
-// Done implements journal.Recorder: the item leaves the stream, then its
-// run state goes. In that order: a crash in between leaves only state
-// nobody reads, never an item that could run again without its send
-// intents.
-func (q *Queue) Done(id string) error {
-	fl, ok := q.forget(id)
-	if !ok {
-		return nil
-	}
-	if err := q.deleteMsg(fl.seq); err != nil {
-		return err
-	}
-	if fl.stored {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := q.n.runs.Delete(ctx, token(id)); err != nil {
-			q.n.log.Debug().Err(err).Str("requestId", id).Msg("removing a run's state; it expires by itself")
-		}
-	}
-	return nil
-}
-
-func (q *Queue) deleteMsg(seq uint64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := retry(ctx, q.n.log, "removing a done item from the queue", func(ctx context.Context) error {
-		err := q.n.queue.DeleteMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("removing item %d from the queue: %w", seq, err)
-	}
-	return nil
 }

@@ -65,16 +65,13 @@ type inflight struct {
 	part  *partition
 	seq   uint64
 	state runState
-	// stored says run state exists in the bucket (read at hand-over or
-	// written since), so Done removes it.
-	stored bool
-}
-
-// runState is what a run records as it goes (journal.Item's counters).
-type runState struct {
-	Attempts int      `json:"attempts,omitempty"`
-	Sends    int      `json:"sends,omitempty"`
-	Streamed []string `json:"streamed,omitempty"`
+	// rev is the revision of the run state record as this replica last
+	// read or wrote it (0: there is none): every write names it, so a
+	// write after another replica's is refused (runstate.go).
+	rev uint64
+	// fenced says the run is another replica's now: nothing more is
+	// written or sent for it here, and Done only forgets it.
+	fenced bool
 }
 
 // QueueOptions configure the shared queue.
@@ -160,9 +157,13 @@ func (q *Queue) Submit(ctx context.Context, it journal.Item, onDone func(ingress
 
 // outcomeWire is an Outcome on its way to the replica that waits for it.
 type outcomeWire struct {
+	V            int             `json:"v"`
 	Result       json.RawMessage `json:"result"`
 	Err          string          `json:"err,omitempty"`
 	FallbackSent bool            `json:"fallbackSent,omitempty"`
+	// Delivered is Result.Delivered, which Result's JSON leaves out: the
+	// waiting replica reads the replies from the chat log when it is set.
+	Delivered bool `json:"delivered,omitempty"`
 }
 
 // awaitOutcome subscribes to the outcome of run id before it is queued,
@@ -177,6 +178,7 @@ func (q *Queue) awaitOutcome(id string, onDone func(ingress.Outcome)) (*nats.Sub
 			var o ingress.Outcome
 			if err := json.Unmarshal(m.Data, &w); err == nil {
 				_ = json.Unmarshal(w.Result, &o.Result)
+				o.Result.Delivered = w.Delivered
 				if w.Err != "" {
 					o.Err = errors.New(w.Err)
 				}
@@ -197,11 +199,13 @@ func (q *Queue) awaitOutcome(id string, onDone func(ingress.Outcome)) (*nats.Sub
 // started because this replica stops is not an outcome: the item stays in
 // the stream and another replica runs it.
 func (q *Queue) publishOutcome(id string, o ingress.Outcome) {
-	if errors.Is(o.Err, queue.ErrQueueStopped) {
+	if errors.Is(o.Err, queue.ErrQueueStopped) || errors.Is(o.Err, journal.ErrFenced) || errors.Is(o.Err, journal.ErrInDoubt) {
+		// Not this replica's to tell: the replica that runs (or ran) the
+		// item publishes its outcome.
 		return
 	}
 	res, _ := json.Marshal(o.Result)
-	w := outcomeWire{Result: res, FallbackSent: o.FallbackSent}
+	w := outcomeWire{V: wireVersion, Result: res, FallbackSent: o.FallbackSent, Delivered: o.Result.Delivered}
 	if o.Err != nil {
 		w.Err = o.Err.Error()
 	}

@@ -330,7 +330,11 @@ func (s *liveStream) run(ctx context.Context, cancelled <-chan struct{}) {
 			s.ids = slices.Clone(ids)
 			if s.live.visible != nil {
 				if err := s.live.visible(ids); err != nil {
-					s.live.log.Error().Err(err).Str("chatKey", s.live.req.ChatKey).Msg("journal: recording a streamed reply's messages")
+					// What is shown but not recorded cannot be cleaned up by
+					// whoever takes the run over: show no more of it (the
+					// send at the end finishes or removes it).
+					s.live.log.Error().Err(err).Str("chatKey", s.live.req.ChatKey).Msg("journal: recording a streamed reply's messages; showing no more of it")
+					return
 				}
 			}
 		}

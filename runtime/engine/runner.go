@@ -62,6 +62,10 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	journaled := job.Journaled && r.Journal != nil
 	if journaled {
 		if err := r.Journal.Start(item.ID); err != nil {
+			if notOurs(err) {
+				r.leave(item, err, log)
+				return
+			}
 			log.Error().Err(err).Msg("journal: recording the start of a run")
 		}
 		run.JournalID = item.ID
@@ -93,6 +97,15 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		}
 	}
 	refused, undelivered := refusals.Unresolved()
+	if undelivered && notOurs(refused.Err) {
+		// The run went on while another replica took the message over:
+		// that one answers, and says how it went.
+		log.Warn().Err(refused.Err).Msg("run ended here without sending; another replica answers this message")
+		if job.OnDone != nil {
+			job.OnDone(ingress.Outcome{Result: out.Result, Err: refused.Err})
+		}
+		return
+	}
 	if undelivered && errors.Is(ctx.Err(), context.Canceled) && !dispatch.IsReplyRefused(refused.Err) {
 		// Shutdown cut the send short, not the platform: the run is
 		// resumed or settled by the next start.
@@ -113,6 +126,30 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	}
 	if job.OnDone != nil {
 		job.OnDone(out)
+	}
+}
+
+// notOurs says a run's record was refused because the message is another
+// replica's now (journal.ErrFenced), or may have been answered by one
+// (journal.ErrInDoubt): nothing more may be sent for it from here.
+func notOurs(err error) bool {
+	return errors.Is(err, journal.ErrFenced) || errors.Is(err, journal.ErrInDoubt)
+}
+
+// leave gives up a run before it starts because it is not this process's
+// to make (notOurs): the item is forgotten here, and its waiter hears
+// nothing from this replica (the cluster queue passes no such outcome on).
+func (r *Runner) leave(item queue.Item[ingress.Job], why error, log zerolog.Logger) {
+	if errors.Is(why, journal.ErrInDoubt) {
+		log.Warn().Msg("recovery: a reply may have gone out from the replica that ran this message before; not running it again")
+	} else {
+		log.Warn().Err(why).Msg("not running this message here")
+	}
+	if err := r.Journal.Done(item.ID); err != nil {
+		log.Error().Err(err).Msg("journal: recording the end of a run")
+	}
+	if item.Value.OnDone != nil {
+		item.Value.OnDone(ingress.Outcome{Result: agent.AgentResult{ToolCalls: []agent.ToolCallRecord{}}, Err: why})
 	}
 }
 

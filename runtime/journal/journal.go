@@ -62,12 +62,27 @@ type Item struct {
 	seq uint64
 }
 
+// Errors a Recorder returns when the run is no longer this process's to
+// make (cluster mode; the file Journal never returns them). A run told
+// either must send nothing more and leave the item alone: Done then only
+// forgets it here.
+var (
+	// ErrFenced means another replica holds the item's partition now
+	// (this one's lease lapsed, say while it was paused) and runs it.
+	ErrFenced = errors.New("another replica runs this message now")
+	// ErrInDoubt means that, before this run began, a replica that held
+	// the item earlier recorded a send intent: its reply may have gone
+	// out, and answering again could answer twice.
+	ErrInDoubt = errors.New("a reply to this message may have gone out from another replica")
+)
+
 // Recorder is what a run keeps up to date while it goes: the file Journal,
 // or in cluster mode the run state the replicas share in JetStream.
 type Recorder interface {
-	// Start records that a run began.
+	// Start records that a run began. ErrFenced or ErrInDoubt: do not run.
 	Start(id string) error
-	// Sending records, durably, that a reply is about to go out.
+	// Sending records, durably, that a reply is about to go out; an error
+	// (ErrFenced among them) means the reply must not go.
 	Sending(id string) error
 	// Streaming records the messages a reply being written shows so far.
 	Streaming(id string, visible []string) error

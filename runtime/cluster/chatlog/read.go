@@ -296,23 +296,54 @@ func (s *Store) request(ctx context.Context, req []byte) (*nats.Msg, error) {
 // the last word from the stream leader (see refresh), so that every
 // message acknowledged before the call is seen.
 func (s *Store) readAll(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) error {
-	last, more, err := s.scan(ctx, subject, start, fn)
-	if err != nil || !more {
-		return err
+	next, stopped := start, false
+	feed := func(seq uint64, data []byte) bool {
+		next = seq + 1
+		stopped = !fn(seq, data)
+		return !stopped
 	}
-	next := max(start, last+1)
-	for {
-		seq, data, err := s.nextBySubject(ctx, subject, next)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil
-		}
-		if err != nil {
+	attempt := func() error {
+		_, more, err := s.scan(ctx, subject, next, feed)
+		if err != nil || !more || stopped {
 			return err
 		}
-		if !fn(seq, data) {
-			return nil
+		for {
+			seq, data, err := s.nextBySubject(ctx, subject, next)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if !feed(seq, data) {
+				return nil
+			}
 		}
-		next = seq + 1
+	}
+	// A read cut short (a leader election, or a machine so busy that a
+	// consumer is not made within the timeout) goes on from the first
+	// entry not fed yet, for as long as it keeps getting somewhere.
+	deadline := time.Now().Add(hotBudget)
+	wait := 100 * time.Millisecond
+	for {
+		from := next
+		err := attempt()
+		if err == nil || stopped || errors.Is(err, nats.ErrConnectionClosed) || ctx.Err() != nil {
+			return err
+		}
+		if next > from {
+			deadline = time.Now().Add(hotBudget)
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		s.log.Debug().Err(err).Msg("reading a chat; trying again")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 
