@@ -48,7 +48,8 @@ func joinCluster(ctx context.Context, cfg config.Config, log zerolog.Logger) (*r
 	cl := cfg.Cluster
 	opts := cluster.Options{
 		Replica: cl.Replica, URL: cl.NATS.URL, Token: cl.NATS.Token, Replicas: cl.NATS.Replicas, Partitions: cl.Partitions,
-		Addr: net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port)), Logger: log,
+		Capacity: cfg.Queue.Capacity,
+		Addr:     net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port)), Logger: log,
 	}
 	if e := cl.NATS.Embedded; e != nil {
 		opts.Embedded = &cluster.Embedded{Listen: e.Listen, Cluster: e.Cluster, Routes: e.Routes, StoreDir: e.StoreDir,

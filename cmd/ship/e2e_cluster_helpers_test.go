@@ -153,6 +153,7 @@ func saveLogs(t *testing.T, dir string, rs []*replica) {
 type clusterStatus struct {
 	Replica     string          `json:"replica"`
 	Partitions  int             `json:"partitions"`
+	Waiting     int             `json:"waiting"` // items in the shared queue, running ones included
 	Replicas    []replicaStatus `json:"replicas"`
 	Connections []struct {
 		Name   string `json:"name"`

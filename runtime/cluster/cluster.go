@@ -64,6 +64,10 @@ type Options struct {
 	Replicas int
 	// Partitions is how many slices the queue is hashed into.
 	Partitions int
+	// Capacity is how many items the queue stream holds at most, queued
+	// or running, cluster-wide (queue.capacity; default 1000): JetStream
+	// refuses more, and the front door answers "busy".
+	Capacity int
 	// Addr is this replica's HTTP address, shown in status.
 	Addr   string
 	Logger zerolog.Logger
@@ -95,6 +99,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	if opts.Partitions < 1 {
 		opts.Partitions = 16
+	}
+	if opts.Capacity < 1 {
+		opts.Capacity = 1000
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -150,6 +157,9 @@ func (n *Node) setup(ctx context.Context) error {
 			Description: "ship's queue: accepted messages until their run is done",
 			Subjects:    []string{queueSubject + ".*"},
 			Retention:   jetstream.LimitsPolicy,
+			// queue.capacity, enforced by the servers: the stream refuses
+			// what would pass it rather than grow without bound.
+			MaxMsgs:     int64(n.opts.Capacity),
 			Discard:     jetstream.DiscardNew,
 			Storage:     jetstream.FileStorage,
 			Replicas:    r,

@@ -97,6 +97,22 @@ func (n *Node) NewQueue(opts QueueOptions) *Queue {
 	return q
 }
 
+// Admits implements ingress.Room: it says "busy" (a *queue.QueueFullError)
+// when the stream already holds queue.capacity items, before the message
+// is logged, as one process does. It asks the stream (one request, about
+// as much as the publish that follows); JetStream's own limit refuses what
+// another replica's message slips in between.
+func (q *Queue) Admits(ctx context.Context) error {
+	info, err := q.n.queue.Info(ctx)
+	if err != nil {
+		return nil // the publish that follows finds out for itself
+	}
+	if held := int(info.State.Msgs); held >= q.capacity {
+		return &queue.QueueFullError{Capacity: q.capacity, Waiting: held}
+	}
+	return nil
+}
+
 // LocalCapacity is what the local queue must hold so it never refuses an
 // item this queue hands it.
 func (q *Queue) LocalCapacity() int { return q.maxInflight + 1 }

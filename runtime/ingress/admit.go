@@ -31,19 +31,32 @@ func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }
 // logged, the same for every door: the per-sender limit, then the queue's
 // room. Checking the queue here, before the log, means an API caller told
 // "full" finds nothing of its message left behind.
-func (in *Ingress) admit(s Submission) error {
+func (in *Ingress) admit(ctx context.Context, s Submission) error {
 	if key := s.sender(); in.limiter != nil && !s.Unlimited && key != "" {
 		if ok, wait := in.limiter.Take(s.ChatKey, key); !ok {
 			return &RateLimitedError{RetryAfter: wait}
 		}
 	}
 	if in.shared != nil {
-		return nil // the shared queue's room is the cluster's, known only when submitting
+		// The shared queue's room is the cluster's: asked of it when it
+		// can tell before the message is logged (Room).
+		if r, ok := in.shared.(Room); ok {
+			if err := r.Admits(ctx); err != nil {
+				return fmt.Errorf("queueing message: %w", err)
+			}
+		}
+		return nil
 	}
 	if err := in.queue.Admits(s.ChatKey); err != nil {
 		return fmt.Errorf("queueing message: %w", err)
 	}
 	return nil
+}
+
+// Room is what a Shared queue implements to say it is full before a
+// message is logged (cluster mode: the stream holds queue.capacity items).
+type Room interface {
+	Admits(ctx context.Context) error
 }
 
 // sender is whom the per-sender limit counts a message against: the

@@ -250,7 +250,7 @@ func (in *Ingress) accept(ctx context.Context, s Submission) (Ticket, error) {
 	if s.ID == "" {
 		s.ID = in.nextID()
 	}
-	if err := in.admit(s); err != nil {
+	if err := in.admit(ctx, s); err != nil {
 		return Ticket{}, in.refuse(ctx, s, err)
 	}
 	s.prepare(ctx)
