@@ -159,11 +159,11 @@ func (n *Node) setup(ctx context.Context) error {
 			Retention:   jetstream.LimitsPolicy,
 			// queue.capacity, enforced by the servers: the stream refuses
 			// what would pass it rather than grow without bound.
-			MaxMsgs:     int64(n.opts.Capacity),
-			Discard:     jetstream.DiscardNew,
-			Storage:     jetstream.FileStorage,
-			Replicas:    r,
-			Duplicates:  2 * time.Minute,
+			MaxMsgs:    int64(n.opts.Capacity),
+			Discard:    jetstream.DiscardNew,
+			Storage:    jetstream.FileStorage,
+			Replicas:   r,
+			Duplicates: 2 * time.Minute,
 		})
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", QueueStream, err)
