@@ -166,3 +166,31 @@ func TestRunStateKeepsFieldsOfANewerVersion(t *testing.T) {
 		t.Fatalf("rewritten run state %s lost a field", b)
 	}
 }
+
+// An item queued by a newer version, with a field this one does not know,
+// is run all the same; the version travels with it.
+func TestAnItemFromANewerVersionIsRun(t *testing.T) {
+	a := startNode(t, "a", nil)
+	q := a.NewQueue(QueueOptions{Concurrency: 1})
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		q.Run(ctx, rec.take("a", q, func(journal.Item) bool { return true }))
+	}()
+	defer wg.Wait()
+	key := "api:chat:newer"
+	raw := `{"v":2,"id":"n1","chatKey":"` + key + `","request":{"channel":"api","chatKey":"` + key + `","messageId":"n1"},"text":"from v2","priority":"high"}`
+	if _, err := a.js.Publish(ctx, partitionSubject(q.partitionOf(key)), []byte(raw)); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, 1)
+	got := rec.snapshot()[0].it
+	if got.ID != "n1" || got.Text != "from v2" || got.Route.MessageID != "n1" {
+		t.Fatalf("item from a newer version taken as %+v", got)
+	}
+	cancel()
+}

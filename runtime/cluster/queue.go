@@ -134,7 +134,7 @@ func token(id string) string { return base64.RawURLEncoding.EncodeToString([]byt
 // taker died before marking it taken) is deduplicated by the stream.
 func (q *Queue) Submit(ctx context.Context, it journal.Item, onDone func(ingress.Outcome)) (queue.Ticket, error) {
 	it.Accepted = time.Now().UnixMilli()
-	b, err := json.Marshal(it)
+	b, err := json.Marshal(itemWire{V: wireVersion, Item: it})
 	if err != nil {
 		return queue.Ticket{}, fmt.Errorf("encoding queue item: %w", err)
 	}
@@ -169,6 +169,14 @@ func (q *Queue) Submit(ctx context.Context, it journal.Item, onDone func(ingress
 		return queue.Ticket{}, fmt.Errorf("queueing in JetStream: %w", err)
 	}
 	return queue.Ticket{ID: it.ID}, nil
+}
+
+// itemWire is a queue item in the stream: the journal's item and the
+// version of the replica that queued it. An item is never rewritten, so a
+// field only a newer version knows stays in the stream with it.
+type itemWire struct {
+	V int `json:"v"`
+	journal.Item
 }
 
 // outcomeWire is an Outcome on its way to the replica that waits for it.
