@@ -69,15 +69,17 @@ func (c *Claims) claim(ctx context.Context, key string) (bool, error) {
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return false, fmt.Errorf("claiming a message: %w", err)
 	}
-	e, err := c.n.claims.Get(ctx, k)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	// From the leader: a follower may not have the claim that made the
+	// create fail yet, and would send this round again and again.
+	e, err := c.n.leaderGet(ctx, bucketClaims, k)
+	if errors.Is(err, errNoValue) {
 		return c.claim(ctx, key) // expired or dropped meanwhile
 	}
 	if err != nil {
 		return false, fmt.Errorf("claiming a message: %w", err)
 	}
 	var v claimValue
-	if json.Unmarshal(e.Value(), &v) != nil || v.Taken {
+	if json.Unmarshal(e.data, &v) != nil || v.Taken {
 		return false, nil
 	}
 	if v.Replica == c.n.opts.Replica && v.Boot == c.n.boot {
@@ -99,7 +101,7 @@ func (c *Claims) claim(ctx context.Context, key string) (bool, error) {
 	}
 	// Its taker died, or gave up, before it was queued: take it over
 	// (one replica wins).
-	if _, err := c.n.claims.Update(ctx, k, c.value(false), e.Revision()); err != nil {
+	if _, err := c.n.claims.Update(ctx, k, c.value(false), e.rev); err != nil {
 		return false, nil
 	}
 	c.n.log.Info().Str("from", v.Replica).Msg("taking over a message whose claim was left open (its replica died, or gave up, before queueing it)")
