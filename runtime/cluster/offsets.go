@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ResumePoints keeps where the platforms' single connections resume (the
@@ -20,16 +19,17 @@ type ResumePoints struct {
 // ResumePoints returns the replicas' shared resume points.
 func (n *Node) ResumePoints() *ResumePoints { return &ResumePoints{n: n} }
 
-// Load returns the value saved under key (nil when none).
+// Load returns the value saved under key (nil when none), as the stream
+// leader has it: a follower's older offset would fetch updates again.
 func (p *ResumePoints) Load(ctx context.Context, key string) ([]byte, error) {
-	e, err := p.n.offs.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	v, err := p.n.leaderGet(ctx, bucketOffsets, key)
+	if errors.Is(err, errNoValue) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the resume point %s: %w", key, err)
 	}
-	return e.Value(), nil
+	return v.data, nil
 }
 
 // Save stores value under key durably.
