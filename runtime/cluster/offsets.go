@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 )
 
 // ResumePoints keeps where the platforms' single connections resume (the
