@@ -95,7 +95,12 @@ func (l *lease) renew(ctx context.Context) error {
 func (l *lease) held() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.lost && time.Since(l.lastOK) < leaseTTL-leaseRenew
+	if !l.lost && time.Since(l.lastOK) >= leaseTTL-leaseRenew {
+		// Lapsed stays lapsed: a renewal that succeeds later must not
+		// revive a lease whose runs were fenced meanwhile.
+		l.lost = true
+	}
+	return !l.lost
 }
 
 // due reports whether the lease should be renewed now: balance looks every

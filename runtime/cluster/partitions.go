@@ -61,6 +61,15 @@ func (q *Queue) balance(ctx context.Context) {
 				continue
 			}
 		}
+		if !p.lease.held() {
+			// Lapsed (not renewed in time) though perhaps still this
+			// replica's in the bucket: its runs are fenced by now, so it
+			// is given back, and whoever takes it next (this replica,
+			// maybe) reads its items again from the first one not done.
+			q.n.log.Warn().Int("partition", p.id).Msg("partition lease lapsed; giving the partition back")
+			q.drop(p, true)
+			continue
+		}
 		q.mu.Lock()
 		draining, idle := p.draining, p.inflight == 0
 		q.mu.Unlock()
@@ -207,6 +216,18 @@ func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) {
 		return
 	}
 	q.mu.Lock()
+	if fl, here := q.items[it.ID]; here && fl.fenced {
+		// Its run here was fenced when the lease lapsed and ends without
+		// sending; once it has, the item is handed over afresh.
+		q.mu.Unlock()
+		select {
+		case <-fl.gone:
+		case <-ctx.Done():
+			<-q.slots
+			return
+		}
+		q.mu.Lock()
+	}
 	if fl, here := q.items[it.ID]; here {
 		// Still running here from before the lease was lost and taken
 		// back: this partition counts it now, so that it is not handed
@@ -220,7 +241,7 @@ func (q *Queue) hand(ctx context.Context, p *partition, msg jetstream.Msg) {
 		return
 	}
 	q.mu.Unlock()
-	fl := &inflight{part: p, seq: meta.Sequence.Stream}
+	fl := &inflight{part: p, seq: meta.Sequence.Stream, gone: make(chan struct{})}
 	if err := q.readRunState(ctx, it.ID, fl); err != nil {
 		// The partition stopped (lease lost, shutdown) before the state
 		// could be read: the next holder reads it.
@@ -252,6 +273,7 @@ func (q *Queue) forget(id string) (*inflight, bool) {
 	q.mu.Unlock()
 	if ok {
 		<-q.slots
+		close(fl.gone)
 	}
 	return fl, ok
 }

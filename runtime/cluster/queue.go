@@ -72,6 +72,8 @@ type inflight struct {
 	// fenced says the run is another replica's now: nothing more is
 	// written or sent for it here, and Done only forgets it.
 	fenced bool
+	// gone is closed when the item is forgotten here.
+	gone chan struct{}
 }
 
 // QueueOptions configure the shared queue.
