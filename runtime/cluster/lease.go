@@ -174,7 +174,10 @@ func (n *Node) runHolding(ctx context.Context, l *lease, fn func(ctx context.Con
 		case err := <-done:
 			return errors.Is(context.Cause(hctx), errLeaseLost), err
 		case <-t.C:
-			if rerr := l.renew(ctx); errors.Is(rerr, errLeaseLost) {
+			rctx, rcancel := context.WithTimeout(ctx, leaseRenew)
+			rerr := l.renew(rctx)
+			rcancel()
+			if errors.Is(rerr, errLeaseLost) {
 				cancel(rerr)
 				return true, <-done
 			}

@@ -43,7 +43,11 @@ func (q *Queue) Run(ctx context.Context, take TakeFunc) {
 // share (once their items are done), and takes free ones up to it.
 func (q *Queue) balance(ctx context.Context) {
 	total := q.n.opts.Partitions
-	live := max(1, q.n.liveReplicas(ctx))
+	// Every step is bounded: a round that waits out a leader election
+	// on one request would leave the leases it holds unrenewed.
+	lctx, cancel := context.WithTimeout(ctx, leaseRetry)
+	live := max(1, q.n.liveReplicas(lctx))
+	cancel()
 	share := (total + live - 1) / live
 
 	q.mu.Lock()
@@ -55,7 +59,10 @@ func (q *Queue) balance(ctx context.Context) {
 	held := 0
 	for _, p := range parts {
 		if p.lease.due() {
-			if err := p.lease.renew(ctx); errors.Is(err, errLeaseLost) {
+			rctx, cancel := context.WithTimeout(ctx, leaseRenew)
+			err := p.lease.renew(rctx)
+			cancel()
+			if errors.Is(err, errLeaseLost) {
 				q.n.log.Warn().Int("partition", p.id).Err(err).Msg("partition lease lost; another replica runs it now")
 				q.drop(p, false)
 				continue
@@ -95,7 +102,10 @@ func (q *Queue) balance(ctx context.Context) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(q.n.opts.Replica))
 	start := int(h.Sum32() % uint32(total))
-	for i := 0; i < total && held < share; i++ {
+	// Taking free partitions waits at most a round; the rest next round.
+	actx, cancel := context.WithTimeout(ctx, leaseRetry)
+	defer cancel()
+	for i := 0; i < total && held < share && actx.Err() == nil; i++ {
 		id := (start + i) % total
 		q.mu.Lock()
 		_, mine := q.owned[id]
@@ -103,7 +113,7 @@ func (q *Queue) balance(ctx context.Context) {
 		if mine {
 			continue
 		}
-		l, err := q.n.tryAcquire(ctx, partLeasePrefix+strconv.Itoa(id))
+		l, err := q.n.tryAcquire(actx, partLeasePrefix+strconv.Itoa(id))
 		if err != nil || l == nil {
 			continue
 		}
