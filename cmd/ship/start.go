@@ -100,6 +100,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	cfg = rep.shareFiles(cfg)
 	eng, err := engine.New(rep.engineOptions(p.engineOptions(cfg, log)))
 	if err != nil {
 		rep.closeUnused()
@@ -228,9 +229,9 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 		// model writes them.
 		Stream: true,
 		// The images people send reach a vision-capable model as images.
-		Vision:     cfg.LLM.VisionCapable(),
-		ProjectDir: cfg.Dir,
-		Logger:     log,
+		Vision: cfg.LLM.VisionCapable(),
+		Files:  cfg.FileStore(),
+		Logger: log,
 		// The skills, listed in every run's system prompt.
 		PromptSections: []func() string{p.skillPrompt},
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"slices"
@@ -22,10 +23,11 @@ var imageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 // withImages adds the message's images to the current user message as
 // image parts (data URLs), when the model is vision-capable. The text
 // already describes every file, so an image that cannot be shown (too
-// large, a format the APIs refuse, gone from disk) is logged and left out.
-// Only the run sees the bytes: the turn kept as history holds the text.
-func (r *Runtime) withImages(user llms.MessageContent, files []media.File, vision bool, log zerolog.Logger) llms.MessageContent {
-	if !vision || len(files) == 0 {
+// large, a format the APIs refuse, gone from disk and from the other
+// replicas) is logged and left out. Only the run sees the bytes: the turn
+// kept as history holds the text.
+func (r *Runtime) withImages(ctx context.Context, user llms.MessageContent, files []media.File, vision bool, log zerolog.Logger) llms.MessageContent {
+	if !vision || len(files) == 0 || r.opts.Files == nil {
 		return user
 	}
 	parts := slices.Clone(user.Parts)
@@ -33,7 +35,7 @@ func (r *Runtime) withImages(user llms.MessageContent, files []media.File, visio
 		if f.Kind != media.KindImage {
 			continue
 		}
-		b, err := media.ReadFile(r.opts.ProjectDir, f, maxImageBytes)
+		b, err := r.opts.Files.Read(ctx, f, maxImageBytes)
 		if err != nil {
 			log.Warn().Err(err).Str("path", f.Path).Msg("image not shown to the model")
 			continue

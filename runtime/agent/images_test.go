@@ -45,13 +45,14 @@ func newVisionRig(t *testing.T, model llms.Model, vision bool) *visionRig {
 	t.Cleanup(func() { _ = store.Close() })
 	reg := dispatch.NewRegistry()
 	reg.Register(channel, dispatch.DispatcherFunc(func(context.Context, dispatch.RequestContext, string) error { return nil }))
+	files := media.NewStore(dir, 0)
 	rt, err := agent.New(agent.Options{Model: model, Tools: tools.Default(store, &dispatch.Deliverer{Registry: reg, Store: store}),
-		Store: store, Vision: vision, ProjectDir: dir, RetryBackoff: time.Millisecond,
+		Store: store, Vision: vision, Files: files, RetryBackoff: time.Millisecond,
 		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &visionRig{t: t, dir: dir, files: media.NewStore(dir, 0), store: store, rt: rt}
+	return &visionRig{t: t, dir: dir, files: files, store: store, rt: rt}
 }
 
 // send logs and runs one message carrying files.
