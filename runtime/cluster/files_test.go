@@ -56,6 +56,19 @@ func TestFileSavedOnOneReplicaIsReadOnAnother(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dirB, media.Dir, "*", ".fetch-*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
+	// Open (the console's way in) fetches as well.
+	doc, err := a.Save(ctx, "telegram:chat:42", "8", media.KindFile, "notes.txt", "", strings.NewReader("some notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, err := b.Open(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if got, err := io.ReadAll(fh); err != nil || string(got) != "some notes" {
+		t.Errorf("b.Open read %q, %v", got, err)
+	}
 }
 
 func TestFileMissingEverywhereIsAClearError(t *testing.T) {

@@ -68,8 +68,33 @@ func (s *Store) share(ctx context.Context, dst, rel string) error {
 // any path outside the files folder (a reference read back from a log
 // must not lead anywhere else, nor through a symlink out of it). A file
 // another replica received is fetched from the shared store into its
-// place on this replica's disk first, under the same checks.
+// place on this replica's disk first, under the same checks; one over max
+// is not fetched.
 func (s *Store) Read(ctx context.Context, f File, max int64) ([]byte, error) {
+	fh, err := s.open(ctx, f, max)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading file %s: %w", f.Path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("reading file %s: %w: over %s", f.Path, ErrTooLarge, Size(max))
+	}
+	return b, nil
+}
+
+// Open opens a stored file as Read reads it (the console serves it from
+// there), fetching it first when only another replica has it.
+func (s *Store) Open(ctx context.Context, f File) (*os.File, error) {
+	return s.open(ctx, f, s.maxBytes)
+}
+
+// open opens f under the files folder, fetching it (at most max bytes)
+// from the shared store when it is not on disk.
+func (s *Store) open(ctx context.Context, f File, max int64) (*os.File, error) {
 	name, err := sharedName(f.Path)
 	if err != nil {
 		return nil, err
@@ -78,16 +103,16 @@ func (s *Store) Read(ctx context.Context, f File, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading file %s: %w", f.Path, err)
 	}
-	defer root.Close()
-	b, err := readIn(root, name, max)
+	defer root.Close() // what it opened stays open
+	fh, err := root.Open(filepath.FromSlash(name))
 	if err == nil || s.shared == nil || !errors.Is(err, fs.ErrNotExist) {
-		return b, wrapRead(f.Path, err)
+		return fh, wrapRead(f.Path, err)
 	}
 	if err := s.fetch(ctx, root, name, max); err != nil {
 		return nil, fmt.Errorf("reading file %s: not on this replica, and fetching it from the other replicas: %w", f.Path, err)
 	}
-	b, err = readIn(root, name, max)
-	return b, wrapRead(f.Path, err)
+	fh, err = root.Open(filepath.FromSlash(name))
+	return fh, wrapRead(f.Path, err)
 }
 
 // sharedName is a file's path below the files folder, checked: the same
@@ -114,23 +139,6 @@ func (s *Store) openRoot() (*os.Root, error) {
 		}
 	}
 	return os.OpenRoot(dir)
-}
-
-// readIn reads name under root, at most max bytes.
-func readIn(root *os.Root, name string, max int64) ([]byte, error) {
-	fh, err := root.Open(filepath.FromSlash(name))
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w: over %s", ErrTooLarge, Size(max))
-	}
-	return b, nil
 }
 
 func wrapRead(p string, err error) error {
