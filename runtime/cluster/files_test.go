@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/media"
 )
@@ -147,29 +152,86 @@ func TestFetchDoesNotFollowASymlinkOutOfTheFolder(t *testing.T) {
 	}
 }
 
-// BenchmarkFilePut is the cost a received photo adds on the receiving
-// replica in cluster mode: its put into ship_files (one replica, the
-// embedded server in-process).
+// BenchmarkFilePut is the cost a received photo (200 KB, as Telegram
+// sends a phone photo) adds on the receiving replica in cluster mode: its
+// put into ship_files. R1 is one in-process server; R3 three routed
+// servers on loopback.
 func BenchmarkFilePut(b *testing.B) {
-	n := startBenchNode(b)
-	photo := bytes.Repeat([]byte("p"), 200<<10) // a 200 KB phone photo as Telegram sends it
-	ctx := context.Background()
-	b.SetBytes(int64(len(photo)))
-	for i := 0; b.Loop(); i++ {
-		if err := n.Files().Put(ctx, "bench/"+string(rune('a'+i%26)), bytes.NewReader(photo)); err != nil {
-			b.Fatal(err)
-		}
+	for _, copies := range []int{1, 3} {
+		b.Run(fmt.Sprintf("R%d", copies), func(b *testing.B) {
+			n := routedNodes(b, copies)[0]
+			photo := bytes.Repeat([]byte("p"), 200<<10)
+			b.SetBytes(int64(len(photo)))
+			for i := 0; b.Loop(); i++ {
+				if err := n.Files().Put(context.Background(), fmt.Sprintf("bench/%d", i%64), bytes.NewReader(photo)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
-func startBenchNode(b *testing.B) *Node {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := Start(ctx, Options{Replica: "a", Partitions: 4, Embedded: &Embedded{Listen: "127.0.0.1:-1", StoreDir: b.TempDir()}})
-	if err != nil {
-		b.Fatal(err)
+// BenchmarkFileFetch is the cost on the replica that runs the turn when
+// another received the photo: its Get from ship_files.
+func BenchmarkFileFetch(b *testing.B) {
+	for _, copies := range []int{1, 3} {
+		b.Run(fmt.Sprintf("R%d", copies), func(b *testing.B) {
+			ns := routedNodes(b, copies)
+			photo := bytes.Repeat([]byte("p"), 200<<10)
+			if err := ns[0].Files().Put(context.Background(), "bench/photo", bytes.NewReader(photo)); err != nil {
+				b.Fatal(err)
+			}
+			reader := ns[len(ns)-1].Files()
+			b.SetBytes(int64(len(photo)))
+			for b.Loop() {
+				if err := reader.Get(context.Background(), "bench/photo", io.Discard, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
-	b.Cleanup(n.Close)
-	return n
+}
+
+// routedNodes starts n replicas, each with an embedded server routed to
+// the others, storing n copies.
+func routedNodes(b *testing.B, n int) []*Node {
+	b.Helper()
+	ports := make([]int, 2*n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	nodes := make([]*Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		e := &Embedded{Listen: fmt.Sprintf("127.0.0.1:%d", ports[2*i]), StoreDir: b.TempDir()}
+		if n > 1 {
+			e.Cluster = fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])
+			for j := range n {
+				if j != i {
+					e.Routes = append(e.Routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[2*j+1]))
+				}
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			nodes[i], errs[i] = Start(ctx, Options{Replica: fmt.Sprintf("r%d", i+1), Replicas: n, Partitions: 4, Embedded: e, Logger: zerolog.Nop()})
+		}()
+	}
+	wg.Wait()
+	for i, nd := range nodes {
+		if errs[i] != nil {
+			b.Fatal(errs[i])
+		}
+		b.Cleanup(nd.Close)
+	}
+	return nodes
 }
