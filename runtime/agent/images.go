@@ -20,6 +20,22 @@ const maxImageBytes = 5 << 20
 // imageTypes are the image formats both OpenAI and Anthropic take.
 var imageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
 
+// fetchFiles makes the files of the message being answered present on
+// this replica's disk before the run: in a cluster another replica may
+// have received them, and the text the model reads tells it their paths
+// (a tool may open them). Alone it only opens each file once. A file that
+// cannot be had is logged; the text already describes it.
+func (r *Runtime) fetchFiles(ctx context.Context, files []media.File, log zerolog.Logger) {
+	if r.opts.Files == nil {
+		return
+	}
+	for _, f := range files {
+		if err := r.opts.Files.Fetch(ctx, f); err != nil {
+			log.Warn().Err(err).Str("path", f.Path).Msg("a file of the message is not on this replica")
+		}
+	}
+}
+
 // withImages adds the message's images to the current user message as
 // image parts (data URLs), when the model is vision-capable. The text
 // already describes every file, so an image that cannot be shown (too

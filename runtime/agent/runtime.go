@@ -158,6 +158,7 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	if in.Vision != nil {
 		vision = *in.Vision
 	}
+	r.fetchFiles(ctx, in.Files, log)
 	messages = append(messages, r.withImages(ctx, user, in.Files, vision, log))
 	ec := newToolExecutionContext(messages, len(messages)-1, r.opts.MaxInjected)
 	ctx = withToolExecutionContext(ctx, ec)

@@ -92,6 +92,17 @@ func (s *Store) Open(ctx context.Context, f File) (*os.File, error) {
 	return s.open(ctx, f, s.maxBytes)
 }
 
+// Fetch makes sure f is on this replica's disk, fetching it when only
+// another replica has it: the text the model reads names the file's path,
+// and a tool may open it there.
+func (s *Store) Fetch(ctx context.Context, f File) error {
+	fh, err := s.open(ctx, f, s.maxBytes)
+	if err != nil {
+		return err
+	}
+	return fh.Close()
+}
+
 // open opens f under the files folder, fetching it (at most max bytes)
 // from the shared store when it is not on disk.
 func (s *Store) open(ctx context.Context, f File, max int64) (*os.File, error) {
