@@ -156,7 +156,7 @@ func (m *Media) transcribe(ctx context.Context, f media.File) (string, error) {
 	if m.STT == nil {
 		return "", errNoSTT
 	}
-	b, err := m.Files.Read(f, stt.MaxBytes)
+	b, err := m.Files.Read(ctx, f, stt.MaxBytes)
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/server"
 )
 
@@ -229,7 +230,7 @@ func TestConsoleServesOnlyReceivedFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ship.json"), []byte(`{"secret": 1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, setup{handler: fakeopenai.EchoChatSend, dir: dir, opts: func(o *server.Options) { o.Console = true; o.ProjectDir = dir }})
+	e := newEnv(t, setup{handler: fakeopenai.EchoChatSend, dir: dir, opts: func(o *server.Options) { o.Console = true; o.Files = media.NewStore(dir, 0) }})
 	c := consoleClient(t, e)
 	resp, body := get(t, c, e, "/console/files?path="+url.QueryEscape(".ship/files/api_chat_x/1-photo.png"))
 	if resp.StatusCode != http.StatusOK || body != string(png) || resp.Header.Get("Content-Type") != "image/png" {

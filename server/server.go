@@ -21,6 +21,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/mcp"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/server/console"
 	"github.com/shipmyagent/ship/server/internal/throttle"
 )
@@ -95,9 +96,10 @@ type Options struct {
 	// ConsoleRole is the tool-policy role the console's user acts as when
 	// answering approvals; "" lets it show them only.
 	ConsoleRole string
-	// ProjectDir is the project folder (the console shows received images
-	// from .ship/files in it).
-	ProjectDir string
+	// Files is where received files are kept: the console shows received
+	// images from it (in a cluster, fetching one another replica
+	// received). Nil shows none.
+	Files *media.Store
 	// Redact removes known secrets from error text the console shows.
 	Redact func(string) string
 	// Now is the clock of the wrong-token throttle; nil → time.Now.
@@ -190,7 +192,7 @@ func New(opts Options) (*Server, error) {
 		c, err := console.New(console.Options{
 			Door: opts.Door, View: opts.View, Token: opts.Token, Version: opts.Version, Started: opts.Started,
 			Adapters: opts.Adapters, MCP: opts.MCP, Tasks: opts.Tasks, Events: s.serveEvents,
-			Role: opts.ConsoleRole, ProjectDir: opts.ProjectDir, Redact: opts.Redact,
+			Role: opts.ConsoleRole, Files: opts.Files, Redact: opts.Redact,
 			MaxMessageChars: opts.MaxInstructionChars, Throttle: s.throttle, Logger: opts.Logger,
 		})
 		if err != nil {

@@ -89,6 +89,17 @@ func (r *replica) engineOptions(o engine.Options) engine.Options {
 	return o
 }
 
+// shareFiles makes every file store built from cfg keep received files
+// in the group's object store too: the turn may run on another replica
+// than the one that received the file.
+func (r *replica) shareFiles(cfg config.Config) config.Config {
+	if r == nil {
+		return cfg
+	}
+	cfg.Files.Shared = r.node.Files()
+	return cfg
+}
+
 // start relays events and begins taking queue partitions and heartbeats.
 func (r *replica) start(eng *engine.Engine, concurrency int) error {
 	if r == nil {

@@ -100,6 +100,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	cfg = rep.shareFiles(cfg)
 	eng, err := engine.New(rep.engineOptions(p.engineOptions(cfg, log)))
 	if err != nil {
 		rep.closeUnused()
@@ -228,9 +229,9 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 		// model writes them.
 		Stream: true,
 		// The images people send reach a vision-capable model as images.
-		Vision:     cfg.LLM.VisionCapable(),
-		ProjectDir: cfg.Dir,
-		Logger:     log,
+		Vision: cfg.LLM.VisionCapable(),
+		Files:  cfg.FileStore(),
+		Logger: log,
 		// The skills, listed in every run's system prompt.
 		PromptSections: []func() string{p.skillPrompt},
 
@@ -263,7 +264,7 @@ func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log 
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         p.mcp.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: fr.sched,
-		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, ProjectDir: cfg.Dir, Redact: p.shell.Redact,
+		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, Files: cfg.FileStore(), Redact: p.shell.Redact,
 		Cluster: rep.status(),
 	})
 	return fr, err

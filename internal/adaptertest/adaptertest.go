@@ -45,7 +45,7 @@ func NewEngine(t testing.TB, dir string, handler fakeopenai.Handler, log zerolog
 	opts := engine.Options{
 		ChatsDir: filepath.Join(dir, ".ship", "chats"), Durability: chat.DurabilityNone,
 		Model: llm, ModelName: "fake/m", Tools: tools.Default, Logger: log, RetryBackoff: time.Millisecond,
-		ApprovalsPath: filepath.Join(dir, ".ship", "approvals.json"), ProjectDir: dir,
+		ApprovalsPath: filepath.Join(dir, ".ship", "approvals.json"), Files: media.NewStore(dir, 0),
 	}
 	for _, o := range options {
 		o(&opts)

@@ -5,6 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +39,7 @@ type visionRig struct {
 	n     int
 }
 
-func newVisionRig(t *testing.T, model llms.Model, vision bool) *visionRig {
+func newVisionRig(t *testing.T, model llms.Model, vision bool, opts ...media.Option) *visionRig {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := chat.OpenStore(chat.StoreOptions{Dir: t.TempDir(), Durability: chat.DurabilityNone})
@@ -45,13 +49,14 @@ func newVisionRig(t *testing.T, model llms.Model, vision bool) *visionRig {
 	t.Cleanup(func() { _ = store.Close() })
 	reg := dispatch.NewRegistry()
 	reg.Register(channel, dispatch.DispatcherFunc(func(context.Context, dispatch.RequestContext, string) error { return nil }))
+	files := media.NewStore(dir, 0, opts...)
 	rt, err := agent.New(agent.Options{Model: model, Tools: tools.Default(store, &dispatch.Deliverer{Registry: reg, Store: store}),
-		Store: store, Vision: vision, ProjectDir: dir, RetryBackoff: time.Millisecond,
+		Store: store, Vision: vision, Files: files, RetryBackoff: time.Millisecond,
 		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &visionRig{t: t, dir: dir, files: media.NewStore(dir, 0), store: store, rt: rt}
+	return &visionRig{t: t, dir: dir, files: files, store: store, rt: rt}
 }
 
 // send logs and runs one message carrying files.
@@ -189,5 +194,48 @@ func TestImageReachesAnthropicAsABase64Block(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no base64 image block in %s", last.Content)
+	}
+}
+
+// memShared is a media.Shared in memory: the other replicas of a cluster.
+type memShared struct{ objs map[string][]byte }
+
+func (m *memShared) Put(_ context.Context, name string, r io.ReadSeeker) error {
+	b, err := io.ReadAll(r)
+	m.objs[name] = b
+	return err
+}
+
+func (m *memShared) Get(_ context.Context, name string, w io.Writer, _ int64) error {
+	b, ok := m.objs[name]
+	if !ok {
+		return fs.ErrNotExist
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func TestFilesReceivedByAnotherReplicaAreFetchedForTheRun(t *testing.T) {
+	fake, model := openAIModel(t)
+	shared := &memShared{objs: map[string][]byte{}}
+	receiver := media.NewStore(t.TempDir(), 0, media.WithShared(shared))
+	img, err := receiver.Save(context.Background(), "telegram:chat:7", "m1", media.KindImage, "p.png", "", bytes.NewReader(pngImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := receiver.Save(context.Background(), "telegram:chat:7", "m1", media.KindFile, "notes.txt", "", strings.NewReader("some notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newVisionRig(t, model, true, media.WithShared(shared))
+	r.send("[image, saved at "+img.Path+"]\n[file, saved at "+doc.Path+"]", img, doc)
+
+	want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngImage)
+	if imgs := fake.Requests()[0].LastUserImages(); len(imgs) != 1 || imgs[0].URL != want {
+		t.Fatalf("image parts %+v, want the image received elsewhere", imgs)
+	}
+	// The paths the model was told lead to the files on this replica.
+	if b, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(doc.Path))); err != nil || string(b) != "some notes" {
+		t.Errorf("the document on the run's replica: %q, %v", b, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // Options configure a Runtime. Model is required; the rest has defaults.
@@ -51,10 +52,12 @@ type Options struct {
 	// "" adds nothing.
 	PromptSections []func() string
 	// Vision shows the images of the message being answered to the model
-	// as image parts; ProjectDir is the folder their paths are relative to.
-	Vision     bool
-	ProjectDir string
-	Logger     zerolog.Logger
+	// as image parts, read through Files: in a cluster the message may
+	// have been received by another replica, and the store fetches what
+	// is not on this one's disk. Nil Files: images are only described.
+	Vision bool
+	Files  *media.Store
+	Logger zerolog.Logger
 }
 
 // Toolbox is a source of tools that change at run time.
@@ -155,7 +158,8 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	if in.Vision != nil {
 		vision = *in.Vision
 	}
-	messages = append(messages, r.withImages(user, in.Files, vision, log))
+	r.fetchFiles(ctx, in.Files, log)
+	messages = append(messages, r.withImages(ctx, user, in.Files, vision, log))
 	ec := newToolExecutionContext(messages, len(messages)-1, r.opts.MaxInjected)
 	ctx = withToolExecutionContext(ctx, ec)
 

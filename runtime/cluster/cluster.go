@@ -89,6 +89,7 @@ type Node struct {
 	offs   jetstream.KeyValue
 	state  jetstream.KeyValue
 	queue  jetstream.Stream
+	files  jetstream.ObjectStore // received files (files.go)
 }
 
 // Start connects this replica (starting the embedded server first when
@@ -183,6 +184,7 @@ func (n *Node) setup(ctx context.Context) error {
 		{&n.offs, bucketOffsets, 0, "where each platform connection resumes"},
 		{&n.state, bucketState, 0, "shared records: approvals and grants, model choices, task slots, contacts"},
 	}
+	steps = append(steps, n.setupFiles)
 	for _, bk := range buckets {
 		steps = append(steps, func(ctx context.Context) error {
 			kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{

@@ -15,6 +15,11 @@ type FilesConfig struct {
 	// MaxBytes caps one file (default 20 MiB); a larger one is described
 	// to the model as refused, not downloaded.
 	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// Shared is not read from ship.json: cluster mode sets it once the
+	// replica has joined (cmd/ship), before any store is built, so that
+	// every store built from this config (the platforms' and the
+	// agent's) puts received files where the other replicas find them.
+	Shared media.Shared `json:"-"`
 }
 
 // applyMediaEnv reads LLM_VISION and the STT_* variables.
@@ -47,8 +52,14 @@ func (c *Config) validateMedia() error {
 	return nil
 }
 
-// FileStore is where platform adapters keep the files people send.
-func (c Config) FileStore() *media.Store { return media.NewStore(c.Dir, c.Files.MaxBytes) }
+// FileStore is where platform adapters keep the files people send, and
+// where the agent reads them from.
+func (c Config) FileStore() *media.Store {
+	if c.Files.Shared == nil {
+		return media.NewStore(c.Dir, c.Files.MaxBytes)
+	}
+	return media.NewStore(c.Dir, c.Files.MaxBytes, media.WithShared(c.Files.Shared))
+}
 
 // Transcriber is the speech-to-text client, or nil when stt is not
 // configured.

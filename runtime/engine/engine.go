@@ -23,6 +23,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -100,11 +101,12 @@ type Options struct {
 	// one: cluster mode relays it to and from the other replicas.
 	Events *events.Bus
 
-	// Vision shows the images people send to the model; their paths are
-	// relative to ProjectDir.
-	Vision     bool
-	ProjectDir string
-	Logger     zerolog.Logger
+	// Vision shows the images people send to the model, read through
+	// Files (config.FileStore: in a cluster it fetches what another
+	// replica received).
+	Vision bool
+	Files  *media.Store
+	Logger zerolog.Logger
 }
 
 // Engine is ship's core wired together.
@@ -170,7 +172,7 @@ func New(opts Options) (*Engine, error) {
 	rt, err := agent.New(agent.Options{
 		Gate: gov, Toolboxes: opts.Toolboxes, PromptSections: opts.PromptSections, Model: opts.Model, Tools: tools,
 		Store: st.store, AgentMDPath: opts.AgentMDPath, History: opts.History, Stream: opts.Stream,
-		RetryBackoff: opts.RetryBackoff, MaxTokens: opts.MaxTokens, Vision: opts.Vision, ProjectDir: opts.ProjectDir,
+		RetryBackoff: opts.RetryBackoff, MaxTokens: opts.MaxTokens, Vision: opts.Vision, Files: opts.Files,
 		Logger: opts.Logger,
 	})
 	if err != nil {

@@ -68,12 +68,13 @@ const Dir = ".ship/files"
 const DefaultMaxFileBytes = 20 << 20
 
 // Bounds of the folder: the oldest files go first once it holds more than
-// maxTotalBytes, and files older than maxAge go. A chat log entry keeps
+// MaxTotalBytes, and files older than MaxAge go. A chat log entry keeps
 // its reference; the file itself is then gone (the model only ever reads
-// the files of the message it is answering).
+// the files of the message it is answering). Exported so that a Shared
+// store can keep its copies within the same bounds.
 const (
-	maxTotalBytes = 1 << 30
-	maxAge        = 30 * 24 * time.Hour
+	MaxTotalBytes = 1 << 30
+	MaxAge        = 30 * 24 * time.Hour
 	pruneEvery    = 10 * time.Minute
 )
 
@@ -85,16 +86,24 @@ var ErrTooLarge = errors.New("file too large")
 type Store struct {
 	project  string
 	maxBytes int64
+	shared   Shared       // nil: a process on its own
 	pruned   atomic.Int64 // unix nanos of the last prune
 }
 
+// Option changes a Store.
+type Option func(*Store)
+
 // NewStore returns a store for the project folder; maxFileBytes ≤ 0 means
 // DefaultMaxFileBytes.
-func NewStore(projectDir string, maxFileBytes int64) *Store {
+func NewStore(projectDir string, maxFileBytes int64, opts ...Option) *Store {
 	if maxFileBytes <= 0 {
 		maxFileBytes = DefaultMaxFileBytes
 	}
-	return &Store{project: projectDir, maxBytes: maxFileBytes}
+	s := &Store{project: projectDir, maxBytes: maxFileBytes}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // MaxBytes is the cap of one file.
@@ -132,36 +141,12 @@ func (s *Store) Save(ctx context.Context, chatKey, messageID, kind, name, mime s
 	if err := out.CloseAtomicallyReplace(); err != nil {
 		return File{}, fmt.Errorf("saving file: %w", err)
 	}
+	if err := s.share(ctx, dst, rel); err != nil {
+		_ = os.Remove(dst) // not referenced: the message describes it as failed
+		return File{}, fmt.Errorf("saving file: %w", err)
+	}
 	s.maybePrune()
 	return File{Kind: kind, Path: rel, MIME: sniff(mime, head.b), Bytes: n, Name: name}, nil
-}
-
-// Read returns the bytes of a stored file, refusing more than max bytes and
-// any path outside the files folder (a reference read back from a log
-// must not lead anywhere else).
-func (s *Store) Read(f File, max int64) ([]byte, error) {
-	return ReadFile(s.project, f, max)
-}
-
-// ReadFile is Store.Read for a project folder.
-func ReadFile(projectDir string, f File, max int64) ([]byte, error) {
-	rel := path.Clean(f.Path)
-	if !strings.HasPrefix(rel, Dir+"/") || strings.Contains(rel, "..") {
-		return nil, fmt.Errorf("reading file %q: not under %s", f.Path, Dir)
-	}
-	fh, err := os.Open(filepath.Join(projectDir, filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, fmt.Errorf("reading file: %w", err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading file: %w", err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("reading file: %w: over %s", ErrTooLarge, Size(max))
-	}
-	return b, nil
 }
 
 // maybePrune keeps the folder within its bounds, at most once per
@@ -173,7 +158,7 @@ func (s *Store) maybePrune() {
 	if now.UnixNano()-last < int64(pruneEvery) || !s.pruned.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	_ = PruneFiles(filepath.Join(s.project, filepath.FromSlash(Dir)), maxTotalBytes, maxAge, now)
+	_ = PruneFiles(filepath.Join(s.project, filepath.FromSlash(Dir)), MaxTotalBytes, MaxAge, now)
 }
 
 // sniff picks the MIME type: the platform's when it names a specific one,

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,14 +30,14 @@ func TestSaveReferencesTheFileUnderTheProject(t *testing.T) {
 	if !strings.HasPrefix(f.Path, media.Dir+"/") || strings.Contains(f.Path, "..") || strings.Count(f.Path, "/") != 3 {
 		t.Fatalf("path %q escapes its chat folder", f.Path)
 	}
-	b, err := s.Read(f, 100)
+	b, err := s.Read(context.Background(), f, 100)
 	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 		t.Fatalf("Read = %q, %v", b, err)
 	}
-	if _, err := s.Read(f, 4); !errors.Is(err, media.ErrTooLarge) {
+	if _, err := s.Read(context.Background(), f, 4); !errors.Is(err, media.ErrTooLarge) {
 		t.Errorf("Read over max: %v", err)
 	}
-	if _, err := s.Read(media.File{Path: ".ship/files/../../ship.json"}, 100); err == nil {
+	if _, err := s.Read(context.Background(), media.File{Path: ".ship/files/../../ship.json"}, 100); err == nil {
 		t.Error("a path out of the files folder was read")
 	}
 }
@@ -97,5 +99,68 @@ func TestFilesOfReadsBothShapesOfMetaFiles(t *testing.T) {
 	}
 	if _, err := media.FilesOf(map[string]any{"files": "not a list"}); err == nil {
 		t.Error("a malformed meta.files reads without error")
+	}
+}
+
+// memShared is a media.Shared in memory; failPut makes every Put fail.
+type memShared struct {
+	objs    map[string][]byte
+	failPut error
+}
+
+func (m *memShared) Put(_ context.Context, name string, r io.ReadSeeker) error {
+	if m.failPut != nil {
+		return m.failPut
+	}
+	b, err := io.ReadAll(r)
+	m.objs[name] = b
+	return err
+}
+
+func (m *memShared) Get(_ context.Context, name string, w io.Writer, max int64) error {
+	b, ok := m.objs[name]
+	if !ok {
+		return fs.ErrNotExist
+	}
+	if int64(len(b)) > max {
+		return media.ErrTooLarge
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func TestSharedStoreFetchesWhatAnotherProjectSaved(t *testing.T) {
+	sh := &memShared{objs: map[string][]byte{}}
+	a := media.NewStore(t.TempDir(), 0, media.WithShared(sh))
+	b := media.NewStore(t.TempDir(), 0, media.WithShared(sh))
+	ctx := context.Background()
+	f, err := a.Save(ctx, "telegram:chat:1", "5", media.KindImage, "p.png", "", bytes.NewReader([]byte("\x89PNG\r\n\x1a\n photo")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Read(ctx, f, 100); err != nil || string(got) != "\x89PNG\r\n\x1a\n photo" {
+		t.Fatalf("b.Read = %q, %v", got, err)
+	}
+	if _, err := b.Read(ctx, media.File{Path: media.Dir + "/c/none.png"}, 100); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing everywhere: %v", err)
+	}
+}
+
+func TestSaveThatCannotBeSharedFailsAndLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := media.NewStore(dir, 0, media.WithShared(&memShared{failPut: errors.New("no JetStream leader")}))
+	_, err := s.Save(context.Background(), "telegram:chat:1", "5", media.KindImage, "p.png", "", bytes.NewReader([]byte("x")))
+	if err == nil || !strings.Contains(err.Error(), "no JetStream leader") {
+		t.Fatalf("err = %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".ship", "files", "*", "*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestAloneAMissingFileIsNotExist(t *testing.T) {
+	s := media.NewStore(t.TempDir(), 0)
+	if _, err := s.Read(context.Background(), media.File{Path: media.Dir + "/c/none.png"}, 100); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("err = %v", err)
 	}
 }

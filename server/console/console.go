@@ -24,6 +24,7 @@ import (
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/mcp"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/tasks"
 	"github.com/shipmyagent/ship/server/internal/throttle"
 )
@@ -67,9 +68,9 @@ type Options struct {
 	// Role is the tool-policy role the console's user acts as when it
 	// answers approvals; "" lets the console show approvals but not decide.
 	Role string
-	// ProjectDir is the folder that the paths of received files are
-	// relative to (images are shown from it).
-	ProjectDir string
+	// Files is where received files are kept (images are shown from
+	// it); nil shows none.
+	Files *media.Store
 	// Redact removes known secrets from text the console did not get from
 	// a chat log (adapter and MCP errors); nil shows such text as it is.
 	Redact func(string) string

@@ -7,9 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -86,20 +84,15 @@ func undeliveredLine(meta map[string]any) string {
 }
 
 // handleFile serves a received image for its thumbnail. Only files under
-// .ship/files are served, opened through os.Root so no path can climb out.
+// .ship/files are served, opened by the file store, which lets no path
+// climb out (and, in a cluster, fetches a file another replica received).
 func (c *Console) handleFile(w http.ResponseWriter, r *http.Request) {
 	rel, ok := strings.CutPrefix(path.Clean("/"+r.URL.Query().Get("path")), "/"+media.Dir+"/")
-	if !ok || c.opts.ProjectDir == "" {
+	if !ok || c.opts.Files == nil {
 		http.NotFound(w, r)
 		return
 	}
-	root, err := os.OpenRoot(filepath.Join(c.opts.ProjectDir, filepath.FromSlash(media.Dir)))
-	if err != nil {
-		http.NotFound(w, r)
-		return
-	}
-	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(rel))
+	f, err := c.opts.Files.Open(r.Context(), media.File{Path: media.Dir + "/" + rel})
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			c.log.Warn().Err(err).Msg("opening a received file for the console")
