@@ -152,27 +152,42 @@ func TestDeadReplicasItemsGoToAnotherWithTheirSendIntents(t *testing.T) {
 	a := startNode(t, "a", nil)
 	b := startNode(t, "b", a)
 	rec := newRecorder()
-	qa := a.NewQueue(QueueOptions{Concurrency: 1})
+	// Read-ahead for all six items (4 × 2): a takes every chat's head
+	// whatever order its partitions are read in.
+	qa := a.NewQueue(QueueOptions{Concurrency: 2})
 	actx, kill := context.WithCancel(context.Background())
 	defer kill()
 	// Replica a finishes nothing: it records a send intent for the first
 	// message of each chat, then "dies" with everything it took.
+	heads := make(chan error, 3)
 	var adone sync.WaitGroup
 	adone.Add(1)
 	go func() {
 		defer adone.Done()
 		qa.Run(actx, rec.take("a", qa, func(it journal.Item) bool {
 			if it.Text == "m0" {
-				_ = qa.Start(it.ID)
-				_ = qa.Sending(it.ID)
+				err := qa.Start(it.ID)
+				if err == nil {
+					err = qa.Sending(it.ID)
+				}
+				heads <- err
 			}
 			return false
 		}))
 	}()
 	waitFor(t, func() bool { return len(qa.Partitions()) == 4 })
 	submit(t, qa, 3, 2)
-	rec.wait(t, 3) // a took (at least) the head of each chat
-	kill()         // no release: its leases must expire
+	for range 3 { // every chat's head started, its send intent stored
+		select {
+		case err := <-heads:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("a did not record the send intents of the chats' heads")
+		}
+	}
+	kill() // no release: its leases must expire
 	adone.Wait()
 
 	qb := b.NewQueue(QueueOptions{Concurrency: 1})
