@@ -242,15 +242,16 @@ func (b *Book) Run(ctx context.Context) {
 			if err := b.Flush(); err != nil {
 				b.log.Error().Err(err).Msg("saving contacts")
 			}
+			b.refreshIfStale(ctx)
 		}
 	}
 }
 
 // Flush saves the book if it changed (in cluster mode: writes what this
-// replica learned, and rereads the shared book now and then).
+// replica learned).
 func (b *Book) Flush() error {
 	if b.table != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 		defer cancel()
 		return b.flushShared(ctx)
 	}

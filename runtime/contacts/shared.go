@@ -14,8 +14,13 @@ import (
 )
 
 const (
-	// sharedTimeout bounds one flush or reread of the shared book.
+	// sharedTimeout bounds one reread of the shared book.
 	sharedTimeout = 10 * time.Second
+	// flushTimeout bounds one flush: short, because the last one runs in
+	// shutdown's budget, when the other replicas may be stopping too (and
+	// JetStream without a quorum); what a failed flush did not write is
+	// written at the next, or relearned.
+	flushTimeout = 3 * time.Second
 	// refreshEvery is how often Run rereads the whole shared book: a
 	// list of up to 10,000 records is too much for every flush tick.
 	refreshEvery = 30 * time.Second
@@ -24,11 +29,11 @@ const (
 // OpenShared returns a book kept in t, the cluster's shared table, one
 // record per contact (keyed by identity), instead of a file.
 //
-// Consistency: Learn stays in memory, as alone; every flush (5 s) writes
-// the contacts this replica learned, each merged into the shared record
-// with a compare-and-swap, the newest sighting winning field by field
-// (where they last wrote, their private chat, their username), so two
-// replicas learning the same person at once lose nothing. Lookup and Find
+// Consistency: Learn stays in memory, as alone; every flush (5 s, and at
+// shutdown) writes the contacts this replica learned, each merged into the
+// shared record with a compare-and-swap, the newest sighting winning field
+// by field (where they last wrote, their private chat, their username), so
+// two replicas learning the same person at once lose nothing. Lookup and Find
 // answer from memory, which is reread from the table every 30 s and on
 // any miss: a person learned on another replica is found once that
 // replica has flushed (within about 5 s), and a known person's latest
@@ -37,8 +42,7 @@ func OpenShared(t records.Table, log zerolog.Logger) *Book {
 	return &Book{table: t, log: log, now: time.Now, byID: map[string]*Contact{}, learned: map[string]bool{}}
 }
 
-// flushShared writes the contacts learned since the last flush, then
-// rereads the table when it was last read refreshEvery ago.
+// flushShared writes the contacts learned since the last flush.
 func (b *Book) flushShared(ctx context.Context) error {
 	b.mu.Lock()
 	mine := make([]Contact, 0, len(b.learned))
@@ -49,7 +53,6 @@ func (b *Book) flushShared(ctx context.Context) error {
 	}
 	clear(b.learned)
 	b.dirty = false
-	stale := b.now().Sub(b.refreshed) >= refreshEvery
 	b.mu.Unlock()
 
 	var errs []error
@@ -76,10 +79,26 @@ func (b *Book) flushShared(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("saving contacts: %w", err)
 	}
-	if stale {
-		return b.refresh(ctx)
-	}
 	return nil
+}
+
+// refreshIfStale rereads the shared book when it was last read
+// refreshEvery ago (Run's ticks; cluster mode only).
+func (b *Book) refreshIfStale(ctx context.Context) {
+	if b.table == nil || ctx.Err() != nil {
+		return
+	}
+	b.mu.Lock()
+	stale := b.now().Sub(b.refreshed) >= refreshEvery
+	b.mu.Unlock()
+	if !stale {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	if err := b.refresh(ctx); err != nil {
+		b.log.Warn().Err(err).Msg("reading the shared contacts")
+	}
 }
 
 // refresh rereads the whole shared book into memory, keeping what this
