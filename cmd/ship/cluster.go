@@ -19,6 +19,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/cluster"
 	"github.com/shipmyagent/ship/runtime/cluster/chatlog"
 	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/contacts"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/events"
 )
@@ -76,13 +77,14 @@ func joinCluster(ctx context.Context, cfg config.Config, log zerolog.Logger) (*r
 }
 
 // engineOptions puts the engine in cluster mode: the shared chat log,
-// queue, dedupe and run state instead of the local files, and the event
-// bus the replica relays.
+// queue, dedupe, run state and approvals instead of the local files, and
+// the event bus the replica relays.
 func (r *replica) engineOptions(o engine.Options) engine.Options {
 	if r == nil {
 		return o
 	}
 	o.Store, o.Shared, o.Claims, o.Runs = r.store, r.queue, r.node.Claims(), r.queue
+	o.Approvals = r.node.Table("approvals")
 	o.Events = r.events
 	o.JournalPath = ""
 	o.Queue.Capacity = r.queue.LocalCapacity()
@@ -193,4 +195,13 @@ func (r *replica) closeUnused() {
 		r.log.Debug().Err(err).Msg("closing the chat log")
 	}
 	r.node.Close()
+}
+
+// contacts is the contacts book every replica shares (cluster mode), or
+// own, the project's file, alone.
+func (r *replica) contacts(own *contacts.Book) *contacts.Book {
+	if r == nil {
+		return own
+	}
+	return contacts.OpenShared(r.node.Table("contacts"), r.log)
 }

@@ -101,6 +101,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	cfg = rep.shareFiles(cfg)
+	p.book = rep.contacts(p.book)
 	eng, err := engine.New(rep.engineOptions(p.engineOptions(cfg, log)))
 	if err != nil {
 		rep.closeUnused()

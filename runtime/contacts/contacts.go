@@ -23,6 +23,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/records"
 )
 
 // Limits of the book: it is an address book, not a user database.
@@ -81,15 +82,23 @@ func (c Contact) Best() Where {
 // Book is the address book, kept in memory and saved to one JSON file a
 // few seconds after it changes (and at Close): losing the last seconds of
 // it in a crash costs nothing that the next message does not teach again.
-// It is safe for concurrent use.
+// It is safe for concurrent use. In cluster mode (OpenShared) it is kept
+// in a table the replicas share instead of the file.
 type Book struct {
 	path string
 	log  zerolog.Logger
 	now  func() time.Time
+	// table, when set, is where the book is kept instead of path.
+	table records.Table
 
 	mu    sync.Mutex
 	byID  map[string]*Contact
 	dirty bool
+	// learned are the contacts Learn changed since the last Flush (cluster
+	// mode: only those are written).
+	learned map[string]bool
+	// refreshed is when the book was last read from the table.
+	refreshed time.Time
 }
 
 // Open loads the book at path (a missing file is an empty book).
@@ -142,6 +151,9 @@ func (b *Book) Learn(_ context.Context, s ingress.Submission) {
 		c.Private = &p
 	}
 	b.dirty = true
+	if b.table != nil {
+		b.learned[id] = true
+	}
 }
 
 // evictLocked drops the longest unseen contact when the book is full.
@@ -156,12 +168,28 @@ func (b *Book) evictLocked() {
 		}
 	}
 	delete(b.byID, oldest.Identity)
+	delete(b.learned, oldest.Identity)
 }
 
 // Lookup finds people by username (any case, with or without "@") or by
-// identity ("telegram:123456"), most recently seen first.
+// identity ("telegram:123456"), most recently seen first. In cluster mode
+// a miss rereads the shared book first (see OpenShared).
 func (b *Book) Lookup(who string) []Contact {
 	q := strings.TrimPrefix(strings.TrimSpace(who), "@")
+	out := b.lookup(q)
+	if len(out) > 0 || b.table == nil {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	if err := b.refresh(ctx); err != nil {
+		b.log.Warn().Err(err).Msg("reading the shared contacts")
+		return nil
+	}
+	return b.lookup(q)
+}
+
+func (b *Book) lookup(q string) []Contact {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []Contact
@@ -196,6 +224,11 @@ func (b *Book) Find(who string) (Contact, error) {
 // Run saves the book a few seconds after it changes, until ctx ends, and
 // then once more.
 func (b *Book) Run(ctx context.Context) {
+	if b.table != nil {
+		if err := b.refresh(ctx); err != nil {
+			b.log.Warn().Err(err).Msg("reading the shared contacts")
+		}
+	}
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
 	for {
@@ -209,12 +242,19 @@ func (b *Book) Run(ctx context.Context) {
 			if err := b.Flush(); err != nil {
 				b.log.Error().Err(err).Msg("saving contacts")
 			}
+			b.refreshIfStale(ctx)
 		}
 	}
 }
 
-// Flush saves the book if it changed.
+// Flush saves the book if it changed (in cluster mode: writes what this
+// replica learned).
 func (b *Book) Flush() error {
+	if b.table != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		defer cancel()
+		return b.flushShared(ctx)
+	}
 	b.mu.Lock()
 	if !b.dirty {
 		b.mu.Unlock()

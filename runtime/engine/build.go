@@ -81,7 +81,8 @@ func (st state) close() {
 }
 
 // newGovernor builds the tool policy's gate: the policy in force, the
-// tools whose commands rules may name, and the approvals file.
+// tools whose commands rules may name, and the approvals (file or shared
+// table).
 func newGovernor(opts Options, reg *dispatch.Registry, tools []agent.Tool) (*governor, error) {
 	gov := &governor{policy: opts.Policy, registry: reg, log: opts.Logger, wake: make(chan struct{}, 1),
 		liners: map[string]agent.CommandLiner{}}
@@ -90,7 +91,10 @@ func newGovernor(opts Options, reg *dispatch.Registry, tools []agent.Tool) (*gov
 			gov.liners[t.Definition().Name] = l
 		}
 	}
-	if opts.ApprovalsPath != "" {
+	switch {
+	case opts.Approvals != nil:
+		gov.approvals = policy.OpenShared(opts.Approvals, gov.current().StoreOptions())
+	case opts.ApprovalsPath != "":
 		var err error
 		gov.approvals, err = policy.OpenStore(opts.ApprovalsPath, gov.current().StoreOptions())
 		if err != nil {

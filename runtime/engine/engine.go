@@ -27,6 +27,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/records"
 )
 
 // Options configure the assembled core.
@@ -66,6 +67,10 @@ type Options struct {
 	// (<project>/.ship/approvals.json), so they survive a restart. Without
 	// it a call that needs approval is refused.
 	ApprovalsPath string
+	// Approvals, when set, keeps approvals and grants in this shared table
+	// instead of ApprovalsPath (cluster mode: an approval asked on one
+	// replica is answered on another, its grant used wherever the run is).
+	Approvals records.Table
 	// Toolboxes offer tools that change while ship runs (MCP servers).
 	Toolboxes []agent.Toolbox
 	// PromptSections add text to every run's system prompt (the skills).

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shipmyagent/ship/runtime/records"
 )
 
 // Errors Approve, Deny and Request return, wrapped with the code; turn
@@ -111,17 +113,20 @@ type Approver struct {
 }
 
 // Store holds pending approvals and grants in one JSON file, replaced
-// atomically on every change, so both survive a restart. It is safe for
-// concurrent use.
+// atomically on every change, so both survive a restart; or, in cluster
+// mode (OpenShared), in a records.Table every replica shares. It is safe
+// for concurrent use.
 type Store struct {
 	path string
 	opt  Options
 	mu   sync.Mutex
 	st   state
+	// table, when set, holds the state instead of path and st.
+	table records.Table
 }
 
-// OpenStore loads the store at path, creating it if missing.
-func OpenStore(path string, opt Options) (*Store, error) {
+// withDefaults fills the zero fields.
+func (opt Options) withDefaults() Options {
 	if opt.ApprovalTTL <= 0 {
 		opt.ApprovalTTL = DefaultApprovalTTL
 	}
@@ -137,7 +142,12 @@ func OpenStore(path string, opt Options) (*Store, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	s := &Store{path: path, opt: opt}
+	return opt
+}
+
+// OpenStore loads the store at path, creating it if missing.
+func OpenStore(path string, opt Options) (*Store, error) {
+	s := &Store{path: path, opt: opt.withDefaults()}
 	st, err := load(path)
 	if err != nil {
 		return nil, err
@@ -176,6 +186,9 @@ func (s *Store) Request(r ApprovalRequest) (Approval, error) {
 		}
 		route = buf.Bytes()
 	}
+	if s.table != nil {
+		return s.sharedRequest(r, args, route)
+	}
 	var out Approval
 	err = s.update(func(st *state) error {
 		now := s.opt.Now()
@@ -193,7 +206,7 @@ func (s *Store) Request(r ApprovalRequest) (Approval, error) {
 		if waiting >= maxPendingPerChat || len(st.approvals) >= maxApprovals {
 			return fmt.Errorf("approval request in %s: %w", r.ChatKey, ErrTooManyPending)
 		}
-		code, err := newCode(st)
+		code, err := newCode(func(c string) bool { _, taken := st.approvals[c]; return taken })
 		if err != nil {
 			return err
 		}
@@ -217,6 +230,9 @@ func (s *Store) Request(r ApprovalRequest) (Approval, error) {
 // ErrAlreadyDenied) or past its expiry (ErrExpired), checked in that order.
 // Requesters who may approve can approve their own request.
 func (s *Store) Approve(code string, by Approver) (Approval, Grant, error) {
+	if s.table != nil {
+		return s.sharedApprove(code, by)
+	}
 	var a Approval
 	var g Grant
 	err := s.update(func(st *state) error {
@@ -238,6 +254,9 @@ func (s *Store) Approve(code string, by Approver) (Approval, Grant, error) {
 // Deny refuses a pending approval. Approvers may deny, and so may the
 // requester (withdrawing the request); it refuses like Approve.
 func (s *Store) Deny(code string, by Approver) (Approval, error) {
+	if s.table != nil {
+		return s.sharedDeny(code, by)
+	}
 	var a Approval
 	err := s.update(func(st *state) error {
 		may := by.MayApprove
@@ -259,21 +278,31 @@ func (s *Store) Deny(code string, by Approver) (Approval, error) {
 func (s *Store) decidable(st *state, code string, by Approver, may bool) (*Approval, error) {
 	code = normCode(code)
 	p, ok := st.approvals[code]
-	switch {
-	case !ok:
+	if !ok {
 		return nil, fmt.Errorf("approval %q: %w", code, ErrUnknownCode)
-	case p.ChatKey != by.ChatKey:
-		return nil, fmt.Errorf("approval %s: %w", code, ErrWrongChat)
-	case !may:
-		return nil, fmt.Errorf("approval %s: %s: %w", code, by.Identity, ErrNotApprover)
-	case p.Status == StatusApproved:
-		return nil, fmt.Errorf("approval %s: %w", code, ErrAlreadyApproved)
-	case p.Status == StatusDenied:
-		return nil, fmt.Errorf("approval %s: %w", code, ErrAlreadyDenied)
-	case p.Status == StatusExpired || !s.opt.Now().Before(p.Expires):
-		return nil, fmt.Errorf("approval %s: %w", code, ErrExpired)
+	}
+	if err := s.checkDecidable(p, by, may); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// checkDecidable says why the approver may not decide p, if they may not.
+func (s *Store) checkDecidable(p *Approval, by Approver, may bool) error {
+	code := p.Code
+	switch {
+	case p.ChatKey != by.ChatKey:
+		return fmt.Errorf("approval %s: %w", code, ErrWrongChat)
+	case !may:
+		return fmt.Errorf("approval %s: %s: %w", code, by.Identity, ErrNotApprover)
+	case p.Status == StatusApproved:
+		return fmt.Errorf("approval %s: %w", code, ErrAlreadyApproved)
+	case p.Status == StatusDenied:
+		return fmt.Errorf("approval %s: %w", code, ErrAlreadyDenied)
+	case p.Status == StatusExpired || !s.opt.Now().Before(p.Expires):
+		return fmt.Errorf("approval %s: %w", code, ErrExpired)
+	}
+	return nil
 }
 
 // UseGrant consumes one use of a live grant for exactly this call (chat,
@@ -286,6 +315,9 @@ func (s *Store) UseGrant(chatKey, tool string, argsJSON json.RawMessage) (g Gran
 	args, cerr := canonicalArgs(argsJSON)
 	if cerr != nil {
 		return Grant{}, false, nil
+	}
+	if s.table != nil {
+		return s.sharedUseGrant(chatKey, tool, args)
 	}
 	err = s.update(func(st *state) error {
 		now := s.opt.Now()
@@ -313,6 +345,9 @@ func (s *Store) UseGrant(chatKey, tool string, argsJSON json.RawMessage) (g Gran
 // returns, so each expiry is returned once, also across restarts (at
 // most once: a crash right after loses the notice, never repeats it).
 func (s *Store) Expire() ([]Approval, error) {
+	if s.table != nil {
+		return s.sharedExpire()
+	}
 	var out []Approval
 	err := s.update(func(st *state) error {
 		now := s.opt.Now()
@@ -333,17 +368,24 @@ func (s *Store) Expire() ([]Approval, error) {
 	if err != nil {
 		return nil, err
 	}
+	sortByExpiry(out)
+	return out, nil
+}
+
+func sortByExpiry(out []Approval) {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Expires.Equal(out[j].Expires) {
 			return out[i].Expires.Before(out[j].Expires)
 		}
 		return out[i].Code < out[j].Code
 	})
-	return out, nil
 }
 
 // Get returns the approval with this code, in any status.
 func (s *Store) Get(code string) (Approval, bool) {
+	if s.table != nil {
+		return s.sharedGet(code)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.st.approvals[normCode(code)]
@@ -356,6 +398,9 @@ func (s *Store) Get(code string) (Approval, bool) {
 // Pending lists the approvals still waiting (not past their expiry) in a
 // chat, or in all chats for "", oldest first.
 func (s *Store) Pending(chatKey string) []Approval {
+	if s.table != nil {
+		return s.sharedPending(chatKey)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Now()
@@ -373,8 +418,8 @@ func (s *Store) Pending(chatKey string) []Approval {
 // unambiguous.
 const codeAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
 
-// newCode draws a code not used by any approval the store still holds.
-func newCode(st *state) (string, error) {
+// newCode draws a code not taken by any approval the store still holds.
+func newCode(taken func(code string) bool) (string, error) {
 	b := make([]byte, 6)
 	for range 100 {
 		if _, err := rand.Read(b); err != nil {
@@ -383,7 +428,7 @@ func newCode(st *state) (string, error) {
 		for i := range b {
 			b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)]
 		}
-		if _, taken := st.approvals[string(b)]; !taken {
+		if !taken(string(b)) {
 			return string(b), nil
 		}
 	}
