@@ -21,6 +21,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/events"
+	"github.com/shipmyagent/ship/runtime/records"
 )
 
 // replica is what `ship start` adds in cluster mode: the connection to the
@@ -85,6 +86,7 @@ func (r *replica) engineOptions(o engine.Options) engine.Options {
 	o.Store, o.Shared, o.Claims, o.Runs = r.store, r.queue, r.node.Claims(), r.queue
 	o.Events = r.events
 	o.JournalPath = ""
+	o.ModelChoices = r.node.Table("models")
 	o.Queue.Capacity = r.queue.LocalCapacity()
 	return o
 }
@@ -98,6 +100,16 @@ func (r *replica) shareFiles(cfg config.Config) config.Config {
 	}
 	cfg.Files.Shared = r.node.Files()
 	return cfg
+}
+
+// taskRecords is where the scheduler keeps each task's slots and runs:
+// the shared table, so the next lease holder does not run a slot again.
+// Alone, nil: state.json.
+func (r *replica) taskRecords() records.Table {
+	if r == nil {
+		return nil
+	}
+	return r.node.Table("tasks")
 }
 
 // start relays events and begins taking queue partitions and heartbeats.
