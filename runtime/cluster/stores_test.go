@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,5 +209,74 @@ func BenchmarkSharedModelChoice(b *testing.B) {
 		if ch, ok, err := c.Get(ctx, "telegram:chat:1"); !ok || err != nil || ch.Model != "fast" {
 			b.Fatal(ch, ok, err)
 		}
+	}
+}
+
+// BenchmarkSharedModelChoiceR3 is the same read in a group of three
+// routed servers keeping three copies, as cluster mode runs in production:
+// the read goes to the stream leader, which may be another server.
+func BenchmarkSharedModelChoiceR3(b *testing.B) {
+	ports := make([]int, 6)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	nodes := make([]*Node, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		var routes []string
+		for j := range nodes {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[2*j+1]))
+			}
+		}
+		opts := Options{Replica: fmt.Sprintf("r%d", i+1), Partitions: 4, Replicas: 3, Logger: zerolog.Nop(),
+			Embedded: &Embedded{Listen: fmt.Sprintf("127.0.0.1:%d", ports[2*i]), Cluster: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
+				Routes: routes, StoreDir: b.TempDir()}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			n, err := Start(ctx, opts)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			nodes[i] = n
+		}()
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		if n != nil {
+			b.Cleanup(n.Close)
+		}
+	}
+	if b.Failed() {
+		b.FailNow()
+	}
+	ctx := context.Background()
+	cat, err := models.New(llm.Config{Provider: "offline", Models: map[string]llm.Config{
+		"fast": {Provider: "deepseek", Model: "deepseek-chat", APIKey: "sk-deepseek-123"},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := models.SharedChoices(nodes[0].Table("models"), cat, zerolog.Nop()).Set(ctx, "telegram:chat:1", "fast", "telegram:42"); err != nil {
+		b.Fatal(err)
+	}
+	for i, n := range nodes {
+		b.Run(fmt.Sprintf("on-r%d", i+1), func(b *testing.B) {
+			c := models.SharedChoices(n.Table("models"), cat, zerolog.Nop())
+			for b.Loop() {
+				if ch, ok, err := c.Get(ctx, "telegram:chat:1"); !ok || err != nil || ch.Model != "fast" {
+					b.Fatal(ch, ok, err)
+				}
+			}
+		})
 	}
 }
