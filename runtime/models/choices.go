@@ -31,6 +31,14 @@ type choicesFile struct {
 
 const choicesVersion = 1
 
+// sharedChoice is a chat's record in cluster mode. "v" is its version: a
+// replica reads the fields it knows of a newer version's record, so two
+// versions run side by side during a rolling upgrade.
+type sharedChoice struct {
+	V int `json:"v"`
+	Choice
+}
+
 // Choices are the models chats switched to, by chat key. A chat without a
 // choice uses the catalog's default. Every change is written (to the file,
 // or in cluster mode to the shared table) before it takes effect. Safe for
@@ -150,11 +158,11 @@ func (c *Choices) readShared(ctx context.Context, chatKey string) (Choice, bool,
 	if err != nil {
 		return Choice{}, false, fmt.Errorf("reading the model choice of %s: %w", chatKey, err)
 	}
-	var ch Choice
-	if err := json.Unmarshal(r.Value, &ch); err != nil {
+	var rec sharedChoice
+	if err := json.Unmarshal(r.Value, &rec); err != nil {
 		return Choice{}, false, fmt.Errorf("reading the model choice of %s: %w", chatKey, err)
 	}
-	return ch, true, nil
+	return rec.Choice, true, nil
 }
 
 // Set records that chatKey now uses model (by says who switched); model ""
@@ -185,7 +193,7 @@ func (c *Choices) Set(ctx context.Context, chatKey, model, by string) error {
 // setShared writes chatKey's record (removes it for the default); the
 // last switch wins, whichever replica made it.
 func (c *Choices) setShared(ctx context.Context, chatKey string, ch Choice) error {
-	data, err := json.Marshal(ch)
+	data, err := json.Marshal(sharedChoice{V: choicesVersion, Choice: ch})
 	if err != nil {
 		return fmt.Errorf("encoding a model choice: %w", err)
 	}

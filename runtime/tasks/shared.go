@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/records"
@@ -19,6 +20,56 @@ var errNoChange = errors.New("nothing to change")
 // ever.
 const endedBudget = 30 * time.Second
 
+// recordVersion is the version of a task's shared record ("v"). Replicas
+// of two versions run side by side during a rolling upgrade: each keeps
+// the fields it does not know when it rewrites a record.
+const recordVersion = 1
+
+// record is a task's shared record: its TaskState, the version, and the
+// fields a newer version wrote, kept as found.
+type record struct {
+	TaskState
+	extra map[string]json.RawMessage
+}
+
+// decodeRecord reads a shared record.
+func decodeRecord(b []byte) (record, error) {
+	var r record
+	if err := json.Unmarshal(b, &r.TaskState); err != nil {
+		return r, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return r, err
+	}
+	for _, k := range []string{"v", "lastSlot", "lastRun", "lastRunId", "lastStatus", "lastResult", "lastEnded"} {
+		delete(all, k)
+	}
+	if len(all) > 0 {
+		r.extra = all
+	}
+	return r, nil
+}
+
+// encode writes the record with this version's "v" and the kept fields.
+func (r record) encode() ([]byte, error) {
+	b, err := json.Marshal(r.TaskState)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	all["v"] = json.RawMessage(strconv.Itoa(recordVersion))
+	for k, v := range r.extra {
+		if _, known := all[k]; !known {
+			all[k] = v
+		}
+	}
+	return json.Marshal(all)
+}
+
 // readShared reads every task's record (cluster mode).
 func (s *Scheduler) readShared(ctx context.Context) (state, error) {
 	recs, err := s.shared.List(ctx)
@@ -27,14 +78,14 @@ func (s *Scheduler) readShared(ctx context.Context) (state, error) {
 	}
 	st := newState()
 	for _, r := range recs {
-		var ts TaskState
-		if err := json.Unmarshal(r.Value, &ts); err != nil {
+		rec, err := decodeRecord(r.Value)
+		if err != nil {
 			// Without its record the slot looks free, but taking it reads
 			// the record again and fails the same way: it never runs.
 			s.log.Error().Err(err).Str("task", r.Key).Msg("scheduled tasks: a shared task record is damaged")
 			continue
 		}
-		st.Tasks[r.Key] = ts
+		st.Tasks[r.Key] = rec.TaskState
 	}
 	return st, nil
 }
@@ -60,18 +111,19 @@ func (s *Scheduler) update(ctx context.Context, name string, change func(ts Task
 	}
 	var next TaskState
 	err := records.Update(ctx, s.shared, name, func(old []byte, exists bool) ([]byte, bool, error) {
-		var ts TaskState
+		var rec record
 		if exists {
-			if err := json.Unmarshal(old, &ts); err != nil {
+			var err error
+			if rec, err = decodeRecord(old); err != nil {
 				return nil, false, fmt.Errorf("the shared record of task %s is damaged: %w", name, err)
 			}
 		}
-		n, write := change(ts, exists)
+		n, write := change(rec.TaskState, exists)
 		if !write {
 			return nil, false, errNoChange
 		}
-		data, err := json.Marshal(n)
-		next = n
+		rec.TaskState, next = n, n
+		data, err := rec.encode()
 		return data, false, err
 	})
 	if errors.Is(err, errNoChange) {
