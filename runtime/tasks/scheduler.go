@@ -84,8 +84,9 @@ type Options struct {
 
 // Scheduler runs each task once per slot of its schedule. It reads the
 // folder on every pass (a stat per file; a changed file is parsed again),
-// and keeps state.json: a slot is recorded as taken before its run is
-// queued, so no slot runs twice, whatever stops ship when.
+// and keeps state.json (in cluster mode, a shared record per task): a slot
+// is recorded as taken before its run is queued, so no slot runs twice,
+// whatever stops ship when, and whichever replica holds the scheduler.
 type Scheduler struct {
 	folder Folder
 	sub    Submitter
