@@ -22,6 +22,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/contacts"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/events"
+	"github.com/shipmyagent/ship/runtime/records"
 )
 
 // replica is what `ship start` adds in cluster mode: the connection to the
@@ -87,6 +88,7 @@ func (r *replica) engineOptions(o engine.Options) engine.Options {
 	o.Approvals = r.node.Table("approvals")
 	o.Events = r.events
 	o.JournalPath = ""
+	o.ModelChoices = r.node.Table("models")
 	o.Queue.Capacity = r.queue.LocalCapacity()
 	return o
 }
@@ -100,6 +102,16 @@ func (r *replica) shareFiles(cfg config.Config) config.Config {
 	}
 	cfg.Files.Shared = r.node.Files()
 	return cfg
+}
+
+// taskRecords is where the scheduler keeps each task's slots and runs:
+// the shared table, so the next lease holder does not run a slot again.
+// Alone, nil: state.json.
+func (r *replica) taskRecords() records.Table {
+	if r == nil {
+		return nil
+	}
+	return r.node.Table("tasks")
 }
 
 // start relays events and begins taking queue partitions and heartbeats.

@@ -257,7 +257,7 @@ func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log 
 	}
 	rep.prepare(platforms)
 	fr.platforms = platforms
-	if fr.sched, err = newScheduler(cfg, eng, log); err != nil {
+	if fr.sched, err = newScheduler(cfg, eng, rep.taskRecords(), log); err != nil {
 		return fr, err
 	}
 	fr.srv, err = server.New(server.Options{

@@ -13,6 +13,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/runtime/tasks"
 	"github.com/shipmyagent/ship/tools"
 )
@@ -29,9 +30,10 @@ func taskTools(cfg config.Config) []agent.Tool {
 // newScheduler builds the scheduler of the project's tasks: runs go
 // through the engine's front door (logged, journaled, on the one queue) and
 // find their chat's route in its chat log, posting there the way the chat's
-// platform says (its registered dispatcher). It reads nothing yet.
-func newScheduler(cfg config.Config, eng *engine.Engine, log zerolog.Logger) (*tasks.Scheduler, error) {
-	return tasks.New(tasks.Options{Dir: taskDir(cfg), Submitter: eng, History: eng, Dispatchers: eng, Logger: log})
+// platform says (its registered dispatcher). It reads nothing yet. shared,
+// in cluster mode, holds the tasks' slots and runs instead of state.json.
+func newScheduler(cfg config.Config, eng *engine.Engine, shared records.Table, log zerolog.Logger) (*tasks.Scheduler, error) {
+	return tasks.New(tasks.Options{Dir: taskDir(cfg), Submitter: eng, History: eng, Dispatchers: eng, Records: shared, Logger: log})
 }
 
 // runScheduler runs s until ctx ends; the channel closes once it has

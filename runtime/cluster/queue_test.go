@@ -17,7 +17,7 @@ import (
 
 // startNode starts a replica: the first one runs the embedded server, the
 // others connect to it.
-func startNode(t *testing.T, name string, first *Node) *Node {
+func startNode(t testing.TB, name string, first *Node) *Node {
 	t.Helper()
 	opts := Options{Replica: name, Partitions: 4, Logger: zerolog.Nop()}
 	if first == nil {

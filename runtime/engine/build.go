@@ -31,11 +31,20 @@ func newPicker(opts *Options) (*modelPicker, string, error) {
 	if err != nil {
 		return nil, switchRule, fmt.Errorf("llm.switch: %w", err)
 	}
-	choices, err := models.OpenChoices(opts.ModelChoicesPath, cat, opts.Logger)
+	choices, err := openChoices(*opts, cat)
 	if err != nil {
 		return nil, switchRule, err
 	}
 	return &modelPicker{catalog: cat, choices: choices, log: opts.Logger}, switchRule, nil
+}
+
+// openChoices keeps each chat's /model choice in the shared table
+// (cluster mode), else in the file at ModelChoicesPath.
+func openChoices(opts Options, cat *models.Catalog) (*models.Choices, error) {
+	if opts.ModelChoices != nil {
+		return models.SharedChoices(opts.ModelChoices, cat, opts.Logger), nil
+	}
+	return models.OpenChoices(opts.ModelChoicesPath, cat, opts.Logger)
 }
 
 // state is what the engine keeps on disk (or, in cluster mode, shares):

@@ -32,7 +32,7 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 	case "model", "models":
 		return e.modelCommand(ctx, args, req), true
 	case "status":
-		return e.status(req.ChatKey), true
+		return e.status(ctx, req.ChatKey), true
 	case "approve", "deny":
 		return e.answerApproval(ctx, strings.EqualFold(name, "approve"), args, req), true
 	case "clear":
@@ -48,10 +48,10 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 	return "", false
 }
 
-func (e *Engine) status(chatKey string) string {
+func (e *Engine) status(ctx context.Context, chatKey string) string {
 	st := e.queue.Stats()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Model: %s\nQueue: %d waiting, %d running", e.statusModel(chatKey), st.Waiting, st.Running)
+	fmt.Fprintf(&b, "Model: %s\nQueue: %d waiting, %d running", e.statusModel(ctx, chatKey), st.Waiting, st.Running)
 	for _, k := range st.RunningChatKeys {
 		if k == chatKey {
 			b.WriteString("\nThis chat: a message is being answered now")
@@ -72,9 +72,9 @@ func (e *Engine) status(chatKey string) string {
 
 // statusModel is the model /status names: the chat's, as "name
 // (provider/model)" when several are configured.
-func (e *Engine) statusModel(chatKey string) string {
+func (e *Engine) statusModel(ctx context.Context, chatKey string) string {
 	if len(e.picker.catalog.List()) == 1 && e.model != "" {
 		return e.model
 	}
-	return e.ChatModel(chatKey).Label()
+	return e.ChatModel(ctx, chatKey).Label()
 }

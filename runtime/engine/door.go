@@ -70,7 +70,7 @@ type View interface {
 	Models() *models.Catalog
 	// ChatModel is the model chatKey uses now (its /model choice or the
 	// default).
-	ChatModel(chatKey string) models.Model
+	ChatModel(ctx context.Context, chatKey string) models.Model
 }
 
 // The Engine is both: the binary hands it to the server as each.

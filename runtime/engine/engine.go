@@ -87,6 +87,10 @@ type Options struct {
 	// ModelChoicesPath, when set, keeps each chat's /model choice there
 	// (<project>/.ship/models.json), so it survives a restart.
 	ModelChoicesPath string
+	// ModelChoices, when set, keeps the choices there instead, one record
+	// per chat (cluster mode: a /model made through one replica applies
+	// on every replica from the chat's next turn).
+	ModelChoices records.Table
 	// ModelSwitch is who may switch a chat's model (llm.switch; "" is
 	// models.SwitchPrivate).
 	ModelSwitch string

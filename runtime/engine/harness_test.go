@@ -26,6 +26,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/tools"
 )
 
@@ -109,6 +110,8 @@ type harnessOptions struct {
 	// dir/.ship/models.json; modelSwitch is llm.switch.
 	models      map[string]llm.Config
 	modelSwitch string
+	// modelChoices keeps the choices there instead (cluster mode).
+	modelChoices records.Table
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -204,7 +207,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		UserLimit:     o.userLimit,
 		Logger:        log,
 
-		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch,
+		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch, ModelChoices: o.modelChoices,
 	})
 	if err != nil {
 		t.Fatal(err)

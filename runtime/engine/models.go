@@ -21,9 +21,16 @@ type modelPicker struct {
 	log     zerolog.Logger
 }
 
-// ChatModel is the model chatKey uses now.
-func (p *modelPicker) chatModel(chatKey string) models.Model {
-	if ch, ok := p.choices.Get(chatKey); ok {
+// ChatModel is the model chatKey uses now. In cluster mode that is one
+// read of the shared choices; when it fails the turn still goes on, with
+// the choice this replica saw last (or the default).
+func (p *modelPicker) chatModel(ctx context.Context, chatKey string) models.Model {
+	ch, ok, err := p.choices.Get(ctx, chatKey)
+	if err != nil {
+		p.log.Warn().Err(err).Str("chatKey", chatKey).Str("using", ch.Model).
+			Msg("reading the chat's model choice failed; using the one this replica saw last")
+	}
+	if ok {
 		if m, ok := p.catalog.Get(ch.Model); ok {
 			return m
 		}
@@ -33,8 +40,8 @@ func (p *modelPicker) chatModel(chatKey string) models.Model {
 
 // forRun returns the model of one run and its call options: the request's,
 // with maxTokens from the model's settings where the request sets none.
-func (p *modelPicker) forRun(chatKey string, o llm.Override, log zerolog.Logger) (models.Model, llm.CallOptions) {
-	m := p.chatModel(chatKey)
+func (p *modelPicker) forRun(ctx context.Context, chatKey string, o llm.Override, log zerolog.Logger) (models.Model, llm.CallOptions) {
+	m := p.chatModel(ctx, chatKey)
 	if o.Model != "" {
 		if named, ok := p.catalog.Get(o.Model); ok {
 			m = named
@@ -56,13 +63,15 @@ func (e *Engine) Models() *models.Catalog { return e.picker.catalog }
 
 // ChatModel is the model chatKey uses now (its /model choice or the
 // default).
-func (e *Engine) ChatModel(chatKey string) models.Model { return e.picker.chatModel(chatKey) }
+func (e *Engine) ChatModel(ctx context.Context, chatKey string) models.Model {
+	return e.picker.chatModel(ctx, chatKey)
+}
 
 // modelCommand answers "/model" (list) and "/model NAME" (switch this
 // chat).
 func (e *Engine) modelCommand(ctx context.Context, args string, req dispatch.RequestContext) string {
 	cat := e.picker.catalog
-	current := e.picker.chatModel(req.ChatKey)
+	current := e.picker.chatModel(ctx, req.ChatKey)
 	name, _, _ := strings.Cut(strings.TrimSpace(args), " ")
 	if name == "" {
 		var b strings.Builder
@@ -101,7 +110,7 @@ func (e *Engine) modelCommand(ctx context.Context, args string, req dispatch.Req
 	if m.Default {
 		choice = "" // back to the default, whatever it is later called
 	}
-	if err := e.picker.choices.Set(req.ChatKey, choice, identity(req)); err != nil {
+	if err := e.picker.choices.Set(ctx, req.ChatKey, choice, identity(req)); err != nil {
 		log.Error().Err(err).Msg("saving a model switch")
 		return "Switching the model failed (it could not be saved); this chat still uses " + current.Name + ". Try again."
 	}

@@ -189,7 +189,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 	job := item.Value
 	audit := newAudit(r.Deliverer.Store, r.Redact, job.Route)
 	var replies dispatch.ReplyTexts
-	model, call, vision := r.pickModel(item.ChatKey, job, &log)
+	model, call, vision := r.pickModel(ctx, item.ChatKey, job, &log)
 	// Streaming the answer from the model costs more than taking it whole
 	// (the /api/execute benchmark: about a quarter of a turn with the HTTP
 	// fake): ask for it only when someone sees it being written.
@@ -253,11 +253,11 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 // pickModel returns the model, call options and whether the model takes
 // images, for a run (nil and none without a picker), and names the model
 // in the run's log lines.
-func (r *Runner) pickModel(chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions, *bool) {
+func (r *Runner) pickModel(ctx context.Context, chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions, *bool) {
 	if r.picker == nil {
 		return nil, job.Model.CallOptions, nil
 	}
-	m, call := r.picker.forRun(chatKey, job.Model, *log)
+	m, call := r.picker.forRun(ctx, chatKey, job.Model, *log)
 	*log = log.With().Str("model", m.Name).Logger()
 	vision := m.Config.VisionCapable()
 	return m.LLM, call, &vision

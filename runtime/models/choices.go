@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/runtime/statefile"
 )
 
@@ -28,15 +31,36 @@ type choicesFile struct {
 
 const choicesVersion = 1
 
+// sharedChoice is a chat's record in cluster mode. "v" is its version: a
+// replica reads the fields it knows of a newer version's record, so two
+// versions run side by side during a rolling upgrade.
+type sharedChoice struct {
+	V int `json:"v"`
+	Choice
+}
+
 // Choices are the models chats switched to, by chat key. A chat without a
-// choice uses the catalog's default. Every change is written to the file
-// (atomically, fsynced) before it takes effect. Safe for concurrent use.
+// choice uses the catalog's default. Every change is written (to the file,
+// or in cluster mode to the shared table) before it takes effect. Safe for
+// concurrent use.
 type Choices struct {
 	path string // "" keeps the choices in memory only
-	now  func() time.Time
+	// shared, in cluster mode, holds one record per chat instead of the
+	// file, so a /model made through one replica applies on all: every
+	// Get reads it (one read from the stream leader).
+	shared records.Table
+	cat    *Catalog
+	log    zerolog.Logger
+	now    func() time.Time
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// chats are the choices (alone), or in cluster mode the last one this
+	// replica read of each chat: what a turn uses while the table cannot
+	// be read.
 	chats map[string]Choice
+	// warned are the chats whose unconfigured choice was logged (cluster
+	// mode reads it on every turn; once is enough).
+	warned map[string]string
 }
 
 // OpenChoices reads the choices at path (none yet if the file is missing).
@@ -44,7 +68,7 @@ type Choices struct {
 // with a log line, so its chat is back on the default. path "" keeps
 // choices in memory only.
 func OpenChoices(path string, cat *Catalog, log zerolog.Logger) (*Choices, error) {
-	c := &Choices{path: path, now: time.Now, chats: map[string]Choice{}}
+	c := &Choices{path: path, cat: cat, log: log, now: time.Now, chats: map[string]Choice{}}
 	if path == "" {
 		return c, nil
 	}
@@ -62,8 +86,7 @@ func OpenChoices(path string, cat *Catalog, log zerolog.Logger) (*Choices, error
 	dropped := false
 	for key, ch := range f.Chats {
 		if _, ok := cat.Get(ch.Model); !ok {
-			log.Warn().Str("chatKey", key).Str("model", ch.Model).Str("default", cat.Default().Name).
-				Msg("the model this chat switched to is no longer configured; it uses the default again")
+			c.warnUnknown(key, ch)
 			dropped = true
 			continue
 		}
@@ -77,17 +100,78 @@ func OpenChoices(path string, cat *Catalog, log zerolog.Logger) (*Choices, error
 	return c, nil
 }
 
-// Get returns the model chatKey switched to, if any.
-func (c *Choices) Get(chatKey string) (Choice, bool) {
+// SharedChoices keeps the choices in t, one record per chat key (cluster
+// mode: every replica's Choices over the same table agree). It reads
+// nothing yet. A choice naming a model cat does not have is ignored, with
+// a log line, but kept: another replica's ship.json may still have it.
+func SharedChoices(t records.Table, cat *Catalog, log zerolog.Logger) *Choices {
+	return &Choices{shared: t, cat: cat, log: log, now: time.Now, chats: map[string]Choice{}, warned: map[string]string{}}
+}
+
+// warnUnknown logs that chatKey's choice names a model no longer
+// configured.
+func (c *Choices) warnUnknown(chatKey string, ch Choice) {
+	c.log.Warn().Str("chatKey", chatKey).Str("model", ch.Model).Str("default", c.cat.Default().Name).
+		Msg("the model this chat switched to is no longer configured; it uses the default again")
+}
+
+// Get returns the model chatKey switched to, if any. In cluster mode it
+// reads the shared record; when that fails it returns the error with the
+// choice this replica last saw (if any), which the caller may use instead.
+func (c *Choices) Get(ctx context.Context, chatKey string) (Choice, bool, error) {
+	if c.shared == nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ch, ok := c.chats[chatKey]
+		return ch, ok, nil
+	}
+	ch, ok, err := c.readShared(ctx, chatKey)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ch, ok := c.chats[chatKey]
-	return ch, ok
+	if err != nil {
+		last, had := c.chats[chatKey]
+		return last, had, err
+	}
+	if ok {
+		if _, known := c.cat.Get(ch.Model); !known {
+			if c.warned[chatKey] != ch.Model {
+				c.warned[chatKey] = ch.Model
+				c.warnUnknown(chatKey, ch)
+			}
+			ch, ok = Choice{}, false
+		}
+	}
+	if ok {
+		c.chats[chatKey] = ch
+	} else {
+		delete(c.chats, chatKey)
+	}
+	return ch, ok, nil
+}
+
+// readShared reads chatKey's record.
+func (c *Choices) readShared(ctx context.Context, chatKey string) (Choice, bool, error) {
+	r, err := c.shared.Get(ctx, chatKey)
+	if errors.Is(err, records.ErrNotFound) {
+		return Choice{}, false, nil
+	}
+	if err != nil {
+		return Choice{}, false, fmt.Errorf("reading the model choice of %s: %w", chatKey, err)
+	}
+	var rec sharedChoice
+	if err := json.Unmarshal(r.Value, &rec); err != nil {
+		return Choice{}, false, fmt.Errorf("reading the model choice of %s: %w", chatKey, err)
+	}
+	return rec.Choice, true, nil
 }
 
 // Set records that chatKey now uses model (by says who switched); model ""
 // returns the chat to the default.
-func (c *Choices) Set(chatKey, model, by string) error {
+func (c *Choices) Set(ctx context.Context, chatKey, model, by string) error {
+	ch := Choice{Model: model, By: by, At: c.now().UnixMilli()}
+	if c.shared != nil {
+		return c.setShared(ctx, chatKey, ch)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := make(map[string]Choice, len(c.chats)+1)
@@ -97,12 +181,35 @@ func (c *Choices) Set(chatKey, model, by string) error {
 	if model == "" {
 		delete(next, chatKey)
 	} else {
-		next[chatKey] = Choice{Model: model, By: by, At: c.now().UnixMilli()}
+		next[chatKey] = ch
 	}
 	if err := c.write(next); err != nil {
 		return err
 	}
 	c.chats = next
+	return nil
+}
+
+// setShared writes chatKey's record (removes it for the default); the
+// last switch wins, whichever replica made it.
+func (c *Choices) setShared(ctx context.Context, chatKey string, ch Choice) error {
+	data, err := json.Marshal(sharedChoice{V: choicesVersion, Choice: ch})
+	if err != nil {
+		return fmt.Errorf("encoding a model choice: %w", err)
+	}
+	err = records.Update(ctx, c.shared, chatKey, func([]byte, bool) ([]byte, bool, error) {
+		return data, ch.Model == "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("saving the model choice of %s: %w", chatKey, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch.Model == "" {
+		delete(c.chats, chatKey)
+	} else {
+		c.chats[chatKey] = ch
+	}
 	return nil
 }
 

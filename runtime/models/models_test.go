@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -45,26 +46,27 @@ func TestCatalogFinds(t *testing.T) {
 }
 
 func TestChoicesPersist(t *testing.T) {
+	ctx := context.Background()
 	cat := catalog(t)
 	path := filepath.Join(t.TempDir(), ".ship", "models.json")
 	c, err := OpenChoices(path, cat, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Set("telegram:chat:1", "fast", "telegram:42"); err != nil {
+	if err := c.Set(ctx, "telegram:chat:1", "fast", "telegram:42"); err != nil {
 		t.Fatal(err)
 	}
 	again, err := OpenChoices(path, cat, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ch, ok := again.Get("telegram:chat:1"); !ok || ch.Model != "fast" || ch.By != "telegram:42" || ch.At == 0 {
+	if ch, ok, _ := again.Get(ctx, "telegram:chat:1"); !ok || ch.Model != "fast" || ch.By != "telegram:42" || ch.At == 0 {
 		t.Errorf("after reopening: %+v %v", ch, ok)
 	}
-	if err := again.Set("telegram:chat:1", "", "telegram:42"); err != nil {
+	if err := again.Set(ctx, "telegram:chat:1", "", "telegram:42"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := again.Get("telegram:chat:1"); ok {
+	if _, ok, _ := again.Get(ctx, "telegram:chat:1"); ok {
 		t.Error("back to the default still holds a choice")
 	}
 	raw, _ := os.ReadFile(path)

@@ -33,15 +33,18 @@ func (s *Scheduler) fire(ctx context.Context, t Task, slot, now time.Time) {
 	if rerr != nil {
 		ts.LastRunID, ts.LastStatus, ts.LastResult, ts.LastEnded = "", StatusSkipped, rerr.Error(), now
 	}
-	s.mu.Lock()
-	if !slot.After(s.st.Tasks[t.Name].LastSlot) {
-		s.mu.Unlock() // another pass took it meanwhile
-		return
-	}
-	err := s.setLocked(t.Name, ts)
-	s.mu.Unlock()
+	// LastSlot only moves forward: a slot at or before it was taken by
+	// another pass, or in cluster mode by another replica's scheduler
+	// (two may hold the lease for a moment while it moves).
+	took, err := s.update(ctx, t.Name, func(old TaskState, _ bool) (TaskState, bool) {
+		return ts, slot.After(old.LastSlot)
+	})
 	if err != nil {
 		log.Error().Err(err).Msg("scheduled task: recording its slot; not run, trying again at the next pass")
+		return
+	}
+	if !took {
+		log.Debug().Msg("scheduled task: slot taken meanwhile by another pass or replica")
 		return
 	}
 	if rerr != nil {
@@ -77,15 +80,18 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s.mu.Lock()
-	if err := s.loadLocked(now); err != nil {
+	if s.shared == nil {
+		s.mu.Lock()
+		err := s.loadLocked(now)
 		s.mu.Unlock()
-		return "", err
+		if err != nil {
+			return "", err
+		}
 	}
-	ts := s.st.Tasks[name]
-	ts.LastRun, ts.LastRunID, ts.LastStatus, ts.LastResult, ts.LastEnded = now, id, StatusStarted, "started by hand", time.Time{}
-	err = s.setLocked(name, ts)
-	s.mu.Unlock()
+	_, err = s.update(ctx, name, func(ts TaskState, _ bool) (TaskState, bool) {
+		ts.LastRun, ts.LastRunID, ts.LastStatus, ts.LastResult, ts.LastEnded = now, id, StatusStarted, "started by hand", time.Time{}
+		return ts, true
+	})
 	if err != nil {
 		log.Error().Err(err).Msg("task run by hand: recording it")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/records"
 )
 
 // Submitter queues a run on the global queue: the engine's front door
@@ -72,14 +73,20 @@ type Options struct {
 	// Local is the zone of tasks that name none; nil is time.Local.
 	Local *time.Location
 	// Poll bounds the wait between passes; 0 is DefaultPoll.
-	Poll   time.Duration
-	Logger zerolog.Logger
+	Poll time.Duration
+	// Records, when set, keeps each task's bookkeeping there, one record
+	// per task, instead of state.json (cluster mode): the scheduler that
+	// holds the lease after another reads the slots that one took, and
+	// every replica lists the same last runs.
+	Records records.Table
+	Logger  zerolog.Logger
 }
 
 // Scheduler runs each task once per slot of its schedule. It reads the
 // folder on every pass (a stat per file; a changed file is parsed again),
-// and keeps state.json: a slot is recorded as taken before its run is
-// queued, so no slot runs twice, whatever stops ship when.
+// and keeps state.json (in cluster mode, a shared record per task): a slot
+// is recorded as taken before its run is queued, so no slot runs twice,
+// whatever stops ship when, and whichever replica holds the scheduler.
 type Scheduler struct {
 	folder Folder
 	sub    Submitter
@@ -90,6 +97,7 @@ type Scheduler struct {
 	poll   time.Duration
 	log    zerolog.Logger
 	runs   atomic.Uint64 // numbers runs started by hand
+	shared records.Table // nil: state.json
 
 	mu     sync.Mutex
 	loaded bool
@@ -115,7 +123,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		folder: Folder{Dir: opts.Dir}, sub: opts.Submitter, hist: opts.History, disp: opts.Dispatchers,
-		clock: opts.Clock, local: opts.Local, poll: opts.Poll,
+		clock: opts.Clock, local: opts.Local, poll: opts.Poll, shared: opts.Records,
 		log:     opts.Logger.With().Str("component", "tasks").Logger(),
 		entries: map[string]cached{},
 	}
@@ -160,7 +168,20 @@ type due struct {
 // down runs once, for the latest of them.
 func (s *Scheduler) Tick(ctx context.Context) time.Time {
 	now := s.clock.Now()
+	var shared state
+	if s.shared != nil {
+		// Another replica may have held the lease since the last pass:
+		// its slots count. Taking a slot checks its record again.
+		var err error
+		if shared, err = s.readShared(ctx); err != nil {
+			s.log.Error().Err(err).Msg("scheduled tasks: reading the bookkeeping; no task runs until it can be read")
+			return time.Time{}
+		}
+	}
 	s.mu.Lock()
+	if s.shared != nil {
+		s.st, s.loaded = shared, true
+	}
 	if err := s.loadLocked(now); err != nil {
 		s.mu.Unlock()
 		s.log.Error().Err(err).Msg("scheduled tasks: reading the bookkeeping; no task runs until it can be read")
@@ -283,19 +304,32 @@ func (s *Scheduler) reloadLocked() {
 }
 
 // List is every task with its next slot and latest run, sorted by name.
-func (s *Scheduler) List(_ context.Context) ([]Status, error) {
+// In cluster mode the runs are the shared records, read now: every
+// replica lists the same, whichever holds the scheduler.
+func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 	now := s.clock.Now()
+	var shared state
+	if s.shared != nil {
+		var err error
+		if shared, err = s.readShared(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.loadLocked(now); err != nil {
-		return nil, err
+	st := shared
+	if s.shared == nil {
+		if err := s.loadLocked(now); err != nil {
+			return nil, err
+		}
+		st = s.st
 	}
 	s.reloadLocked()
 	entries := make([]Entry, 0, len(s.entries))
 	for _, c := range s.entries {
 		entries = append(entries, c.Entry)
 	}
-	return statuses(entries, s.st, now, s.local), nil
+	return statuses(entries, st, now, s.local), nil
 }
 
 // setLocked records ts for task name in state.json; on failure nothing
@@ -313,14 +347,17 @@ func (s *Scheduler) setLocked(name string, ts TaskState) error {
 // ended records how run id of task name ended, unless a later run has
 // started since.
 func (s *Scheduler) ended(name, id, status, result string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ts, ok := s.st.Tasks[name]
-	if !ok || ts.LastRunID != id {
-		return
-	}
-	ts.LastStatus, ts.LastResult, ts.LastEnded = status, result, s.clock.Now()
-	if err := s.setLocked(name, ts); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), endedBudget)
+	defer cancel()
+	now := s.clock.Now()
+	_, err := s.update(ctx, name, func(ts TaskState, ok bool) (TaskState, bool) {
+		if !ok || ts.LastRunID != id {
+			return ts, false
+		}
+		ts.LastStatus, ts.LastResult, ts.LastEnded = status, result, now
+		return ts, true
+	})
+	if err != nil {
 		s.log.Error().Err(err).Str("task", name).Str("requestId", id).Msg("scheduled tasks: recording a run's result")
 	}
 }

@@ -1,0 +1,144 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/shipmyagent/ship/runtime/records"
+)
+
+// errNoChange ends a records.Update whose change has nothing to write.
+var errNoChange = errors.New("nothing to change")
+
+// endedBudget bounds recording how a run ended: the outcome arrives
+// without a context, and a run's result must not wait on JetStream for
+// ever.
+const endedBudget = 30 * time.Second
+
+// recordVersion is the version of a task's shared record ("v"). Replicas
+// of two versions run side by side during a rolling upgrade: each keeps
+// the fields it does not know when it rewrites a record.
+const recordVersion = 1
+
+// record is a task's shared record: its TaskState, the version, and the
+// fields a newer version wrote, kept as found.
+type record struct {
+	TaskState
+	extra map[string]json.RawMessage
+}
+
+// decodeRecord reads a shared record.
+func decodeRecord(b []byte) (record, error) {
+	var r record
+	if err := json.Unmarshal(b, &r.TaskState); err != nil {
+		return r, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return r, err
+	}
+	for _, k := range []string{"v", "lastSlot", "lastRun", "lastRunId", "lastStatus", "lastResult", "lastEnded"} {
+		delete(all, k)
+	}
+	if len(all) > 0 {
+		r.extra = all
+	}
+	return r, nil
+}
+
+// encode writes the record with this version's "v" and the kept fields.
+func (r record) encode() ([]byte, error) {
+	b, err := json.Marshal(r.TaskState)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	all["v"] = json.RawMessage(strconv.Itoa(recordVersion))
+	for k, v := range r.extra {
+		if _, known := all[k]; !known {
+			all[k] = v
+		}
+	}
+	return json.Marshal(all)
+}
+
+// readShared reads every task's record (cluster mode).
+func (s *Scheduler) readShared(ctx context.Context) (state, error) {
+	recs, err := s.shared.List(ctx)
+	if err != nil {
+		return newState(), fmt.Errorf("reading the shared task records: %w", err)
+	}
+	st := newState()
+	for _, r := range recs {
+		rec, err := decodeRecord(r.Value)
+		if err != nil {
+			// Without its record the slot looks free, but taking it reads
+			// the record again and fails the same way: it never runs.
+			s.log.Error().Err(err).Str("task", r.Key).Msg("scheduled tasks: a shared task record is damaged")
+			continue
+		}
+		st.Tasks[r.Key] = rec.TaskState
+	}
+	return st, nil
+}
+
+// update changes task name's bookkeeping: change gets the latest (ok
+// false when there is none) and returns the new one, or false to leave it
+// as it is. It returns whether it wrote. Alone it rewrites state.json; in
+// cluster mode it is a compare-and-swap on the task's shared record, so
+// change always decides on what the last writer, on any replica, wrote.
+func (s *Scheduler) update(ctx context.Context, name string, change func(ts TaskState, ok bool) (TaskState, bool)) (bool, error) {
+	if s.shared == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := s.loadLocked(s.clock.Now()); err != nil {
+			return false, err
+		}
+		ts, ok := s.st.Tasks[name]
+		next, write := change(ts, ok)
+		if !write {
+			return false, nil
+		}
+		return true, s.setLocked(name, next)
+	}
+	var next TaskState
+	err := records.Update(ctx, s.shared, name, func(old []byte, exists bool) ([]byte, bool, error) {
+		var rec record
+		if exists {
+			var err error
+			if rec, err = decodeRecord(old); err != nil {
+				return nil, false, fmt.Errorf("the shared record of task %s is damaged: %w", name, err)
+			}
+		}
+		n, write := change(rec.TaskState, exists)
+		if !write {
+			return nil, false, errNoChange
+		}
+		rec.TaskState, next = n, n
+		data, err := rec.encode()
+		return data, false, err
+	})
+	if errors.Is(err, errNoChange) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("recording task %s: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tasks := maps.Clone(s.st.Tasks)
+	if tasks == nil {
+		tasks = map[string]TaskState{}
+	}
+	tasks[name] = next
+	s.st = state{V: stateVersion, Tasks: tasks}
+	return true, nil
+}
