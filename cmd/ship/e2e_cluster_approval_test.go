@@ -31,23 +31,10 @@ func TestE2EClusterApprovalAcrossReplicas(t *testing.T) {
 	fake := startFake(t, fakeopenai.RunCommands)
 	env := append(modelEnv(fake, telegramEnv(tg, token)...), "SHIP_LOG_LEVEL=info")
 
-	rs := make([]*replica, 2)
-	names := make([]string, len(rs))
-	ports := stablePorts(t, 3*len(rs))
-	for i := range rs {
-		rs[i] = &replica{name: fmt.Sprintf("r%d", i+1), dir: initProject(t),
-			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
-		names[i] = rs[i].name
-	}
-	for _, r := range rs {
+	rs := newReplicas(t, 2, "r", func(r *replica) {
 		setTools(t, r.dir, fmt.Sprintf(approvalTools, 600))
-		setConfig(t, r.dir, "cluster", r.clusterSection(rs))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 80))
-		}
 	})
+	names := replicaNames(rs)
 	began := time.Now()
 	since := map[string]int64{}
 	for _, r := range rs {

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,22 +43,7 @@ func TestE2EClusterAPausedReplicaDoesNotAnswerTwice(t *testing.T) {
 	})
 	env := append(modelEnv(fake, telegramEnv(tg, token)...), "SHIP_LOG_LEVEL=info")
 
-	rs := make([]*replica, 3)
-	names := make([]string, len(rs))
-	ports := stablePorts(t, 3*len(rs))
-	for i := range rs {
-		rs[i] = &replica{name: fmt.Sprintf("f%d", i+1), dir: initProject(t),
-			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
-		names[i] = rs[i].name
-	}
-	for _, r := range rs {
-		setConfig(t, r.dir, "cluster", r.clusterSection(rs))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 80))
-		}
-	})
+	rs := newReplicas(t, 3, "f", nil)
 	for _, r := range rs {
 		r.start(t, env)
 	}

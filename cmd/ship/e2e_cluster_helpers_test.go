@@ -330,3 +330,40 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// newReplicas makes the n replicas of a test's cluster, named prefix1…n,
+// each with its own project folder and fixed ports, configure applied
+// (when not nil) and a cluster section routing it to the others. A failed
+// test shows their stderr.
+func newReplicas(t *testing.T, n int, prefix string, configure func(r *replica)) []*replica {
+	t.Helper()
+	rs := make([]*replica, n)
+	ports := stablePorts(t, 3*n)
+	for i := range rs {
+		rs[i] = &replica{name: fmt.Sprintf("%s%d", prefix, i+1), dir: initProject(t),
+			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
+	}
+	for _, r := range rs {
+		if configure != nil {
+			configure(r)
+		}
+		setConfig(t, r.dir, "cluster", r.clusterSection(rs))
+	}
+	// Registered before the processes' own cleanups, so it runs after
+	// them: every process has exited and its output is complete.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 80))
+		}
+	})
+	return rs
+}
+
+// replicaNames lists the replicas' names.
+func replicaNames(rs []*replica) []string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.name
+	}
+	return names
+}

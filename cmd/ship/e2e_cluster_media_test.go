@@ -38,22 +38,11 @@ func TestE2EClusterPhotos(t *testing.T) {
 	const token = "4245:e2e-cluster-media-token"
 	tg := startTelegram(t, token)
 
-	rs := make([]*replica, 3)
+	rs := newReplicas(t, 3, "r", nil)
 	fakes := make([]*fakeopenai.Server, len(rs))
-	ports := stablePorts(t, 3*len(rs))
 	for i := range rs {
-		rs[i] = &replica{name: fmt.Sprintf("r%d", i+1), dir: initProject(t),
-			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
 		fakes[i] = startFake(t, nil)
 	}
-	for _, r := range rs {
-		setConfig(t, r.dir, "cluster", r.clusterSection(rs))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 40))
-		}
-	})
 	for i, r := range rs {
 		r.start(t, modelEnv(fakes[i], append(telegramEnv(tg, token), "LLM_VISION=true", "SHIP_LOG_LEVEL=info")...))
 	}

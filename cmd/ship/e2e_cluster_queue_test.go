@@ -31,20 +31,8 @@ func TestE2EClusterRepliesFromAnyReplicaAndCapacity(t *testing.T) {
 	})
 	env := append(modelEnv(fake), "SHIP_LOG_LEVEL=info")
 
-	rs := make([]*replica, 2)
-	ports := stablePorts(t, 3*len(rs))
-	for i := range rs {
-		rs[i] = &replica{name: fmt.Sprintf("q%d", i+1), dir: initProject(t),
-			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
-	}
-	for _, r := range rs {
+	rs := newReplicas(t, 2, "q", func(r *replica) {
 		setConfig(t, r.dir, "queue", fmt.Sprintf(`{"concurrency": 2, "capacity": %d}`, capacity))
-		setConfig(t, r.dir, "cluster", r.clusterSection(rs))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 60))
-		}
 	})
 	for _, r := range rs {
 		r.start(t, env)

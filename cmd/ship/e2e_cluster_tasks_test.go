@@ -120,22 +120,8 @@ func TestE2EClusterTaskSlotOnceAcrossSchedulerKill(t *testing.T) {
 	})
 	env := append(modelEnv(fake, telegramEnv(tg, token)...), "SHIP_LOG_LEVEL=info")
 
-	rs := make([]*replica, 3)
-	names := make([]string, len(rs))
-	ports := stablePorts(t, 3*len(rs))
-	for i := range rs {
-		rs[i] = &replica{name: fmt.Sprintf("r%d", i+1), dir: initProject(t),
-			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
-		names[i] = rs[i].name
-	}
-	for _, r := range rs {
-		setConfig(t, r.dir, "cluster", r.clusterSection(rs))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 60))
-		}
-	})
+	rs := newReplicas(t, 3, "r", nil)
+	names := replicaNames(rs)
 	since := map[string]int64{}
 	for _, r := range rs {
 		since[r.name] = time.Now().UnixMilli()

@@ -67,24 +67,13 @@ func TestE2ECluster(t *testing.T) {
 	env := append(modelEnv(fake, telegramEnv(tg, token)...),
 		"SHIP_LOG_LEVEL=info") // the last value wins; debug lines would drown a failure report
 
-	rs := make([]*replica, 3)
-	names := make([]string, len(rs))
-	ports := stablePorts(t, 3*len(rs))
-	for i := range rs {
-		rs[i] = &replica{name: fmt.Sprintf("r%d", i+1), dir: initProject(t),
-			port: ports[3*i], client: ports[3*i+1], route: ports[3*i+2]}
-		names[i] = rs[i].name
-	}
-	for _, r := range rs {
+	rs := newReplicas(t, 3, "r", func(r *replica) {
 		setConfig(t, r.dir, "queue", fmt.Sprintf(`{"concurrency": %d}`, clusterConcurrency))
-		setConfig(t, r.dir, "cluster", r.clusterSection(rs))
-	}
+	})
+	names := replicaNames(rs)
 	// Registered before the processes' own cleanups, so it runs after
 	// them: every process has exited and its output is complete.
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replicas' stderr:\n%s", stderrTails(rs, 60))
-		}
 		if dir := os.Getenv("SHIP_CLUSTER_LOGS"); dir != "" {
 			saveLogs(t, dir, rs)
 		}
