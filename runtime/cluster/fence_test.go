@@ -194,3 +194,36 @@ func TestAnItemFromANewerVersionIsRun(t *testing.T) {
 	}
 	cancel()
 }
+
+// BenchmarkRunStateReads: what issue 28 added to a turn's path on one
+// embedded server: the leader read of a run's state at hand-over (against
+// the direct get it replaced), and the door's look at the queue's room.
+func BenchmarkRunStateReads(b *testing.B) {
+	n := startNode(b, "a", nil)
+	q := n.NewQueue(QueueOptions{Capacity: 1000})
+	ctx := context.Background()
+	if _, err := n.runs.Put(ctx, token("bench"), []byte(`{"v":1,"attempts":1}`)); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("leaderGet", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := n.leaderGet(ctx, bucketRuns, token("bench")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("directGet", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := n.runs.Get(ctx, token("bench")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Admits", func(b *testing.B) {
+		for b.Loop() {
+			if err := q.Admits(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
