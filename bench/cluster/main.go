@@ -8,7 +8,13 @@
 // replicas' SSE streams, and prints a Markdown table of turns/s and turn
 // latency. Every row runs the one binary `go build ./cmd/ship` makes.
 //
-//	go run ./bench/cluster [-bin ./ship] [-chats 200] [-messages 3] [-delay 200ms] [-calls 2]
+//	go run ./bench/cluster [-bin ./ship] [-chats 200] [-messages 3] [-delay 200ms] [-calls 2] [-setups 1,3] [-partitions 0]
+//
+// Before the load, a cluster setup waits until the replicas have settled
+// who holds which partition (every one held once, none over its ceiling
+// share); the table shows, per replica, the partitions it held, the
+// load's chats that hash onto them and the turns it ran, and each setup's
+// turns/s over the 1-replica setup's when that ran too.
 //
 // Everything runs on loopback on this machine; every wait has a deadline.
 package main
@@ -40,6 +46,7 @@ type options struct {
 	concurrency int
 	warmup      int
 	senders     int
+	partitions  int
 	setups      []setup
 	timeout     time.Duration
 }
@@ -68,6 +75,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 4, "queue.concurrency of every ship process")
 	flag.IntVar(&o.warmup, "warmup", 8, "warm-up turns per process before measuring")
 	flag.IntVar(&o.senders, "senders", 16, "concurrent HTTP clients sending the messages")
+	flag.IntVar(&o.partitions, "partitions", 0, "cluster.partitions of every replica; 0 leaves ship's default")
 	flag.StringVar(&setups, "setups", "0,1,2,3", "comma-separated replica counts; 0 is the single-process default")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "deadline for the whole run")
 	flag.Usage = func() {
@@ -92,7 +100,7 @@ Flags:
 		o.setups = append(o.setups, setup{replicas: n})
 	}
 	if flag.NArg() > 0 || o.chats < 1 || o.messages < 1 || o.delay < 0 || (o.calls != 1 && o.calls != 2) ||
-		o.concurrency < 1 || o.warmup < 0 || o.senders < 1 || o.timeout <= 0 {
+		o.concurrency < 1 || o.warmup < 0 || o.senders < 1 || o.partitions < 0 || o.timeout <= 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -139,7 +147,7 @@ func run(ctx context.Context, o options) error {
 			r = result{setup: s, err: err}
 			failed = append(failed, err)
 		} else {
-			fmt.Fprintf(os.Stderr, "cluster:   %d turns in %.1f s: %.1f turns/s\n", r.turns, r.wall.Seconds(), r.turnsPerSecond())
+			fmt.Fprintf(os.Stderr, "cluster:   %d turns in %.1f s: %.1f turns/s; per replica %s\n", r.turns, r.wall.Seconds(), r.turnsPerSecond(), r.spread(o))
 		}
 		results = append(results, r)
 		if ctx.Err() != nil {

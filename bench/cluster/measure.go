@@ -51,7 +51,7 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 		sections := map[string]any{"queue": map[string]any{"concurrency": o.concurrency}}
 		if s.replicas > 0 {
 			name = fmt.Sprintf("r%d", i+1)
-			sections["cluster"] = clusterSection(name, i, ports)
+			sections["cluster"] = clusterSection(name, i, ports, o.partitions)
 		}
 		dir := filepath.Join(root, name)
 		if err := shipproc.Init(ctx, o.bin, dir, withSections(sections)); err != nil {
@@ -78,6 +78,9 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 			if err := waitReplicas(readyCtx, p, client, n); err != nil {
 				return res, err
 			}
+		}
+		if res.partitions, res.held, err = waitSettled(readyCtx, procs[0], client, n); err != nil {
+			return res, err
 		}
 	}
 
@@ -124,8 +127,9 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 }
 
 // clusterSection is ship.json's "cluster" for replica i of len(ports):
-// embedded NATS, routed to every other replica when there are several.
-func clusterSection(name string, i int, ports []replicaPorts) map[string]any {
+// embedded NATS, routed to every other replica when there are several;
+// partitions 0 leaves ship's default.
+func clusterSection(name string, i int, ports []replicaPorts, partitions int) map[string]any {
 	embedded := map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", ports[i].client)}
 	if len(ports) > 1 {
 		var routes []string
@@ -137,8 +141,11 @@ func clusterSection(name string, i int, ports []replicaPorts) map[string]any {
 		embedded["cluster"] = fmt.Sprintf("127.0.0.1:%d", ports[i].route)
 		embedded["routes"] = routes
 	}
-	return map[string]any{"replica": name, "partitions": 16,
-		"nats": map[string]any{"embedded": embedded, "replicas": min(3, len(ports))}}
+	section := map[string]any{"replica": name, "nats": map[string]any{"embedded": embedded, "replicas": min(3, len(ports))}}
+	if partitions > 0 {
+		section["partitions"] = partitions
+	}
+	return section
 }
 
 // sendAll posts messages messages to each of chats chats (chatId

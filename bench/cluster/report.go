@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"runtime"
@@ -17,10 +18,12 @@ import (
 type result struct {
 	setup
 	turns      int
-	wall       time.Duration   // first send to last task_completed
-	latencies  []time.Duration // send to task_completed, sorted
-	runs       []time.Duration // task_completed durationMs, sorted
-	byReplica  map[string]int  // turns per replica (the events' replica field)
+	wall       time.Duration    // first send to last task_completed
+	latencies  []time.Duration  // send to task_completed, sorted
+	runs       []time.Duration  // task_completed durationMs, sorted
+	byReplica  map[string]int   // turns per replica (the events' replica field)
+	partitions int              // cluster.partitions (cluster setups)
+	held       map[string][]int // partitions per replica once settled, before the load
 	modelCalls int
 	err        error // the setup failed: nothing was measured
 }
@@ -85,26 +88,41 @@ func report(w io.Writer, o options, results []result) error {
 	fmt.Fprintf(b, "- model: the fake OpenAI API (`internal/fakeopenai`), %s per call, %s\n", o.delay, calls)
 	fmt.Fprintf(b, "- load: %d chats × %d messages through `POST /api/send`, message i of chat k to replica (k·%d+i) mod n, sent by %d clients at once (each chat's messages in order); a turn counts at its `task_completed` on the replicas' SSE streams (each run once, by taskId)\n",
 		o.chats, o.messages, o.messages, o.senders)
-	fmt.Fprintf(b, "- `queue.concurrency` %d in every process; cluster setups: embedded NATS in each replica, routed, JetStream copies R = min(3, replicas), 16 partitions; %d warm-up turns per process first\n",
-		o.concurrency, o.warmup)
-	fmt.Fprintf(b, "- ceiling: what the model allows, processes × concurrency / (calls × delay)\n\n")
+	parts := "ship's default partition count"
+	if o.partitions > 0 {
+		parts = fmt.Sprintf("%d partitions", o.partitions)
+	}
+	fmt.Fprintf(b, "- `queue.concurrency` %d in every process; cluster setups: embedded NATS in each replica, routed, JetStream copies R = min(3, replicas), %s, the load sent once the partitions settled; %d warm-up turns per process first\n",
+		o.concurrency, parts, o.warmup)
+	fmt.Fprintf(b, "- ceiling: what the model allows, processes × concurrency / (calls × delay); × 1: turns/s over the 1-replica setup's in this run\n")
+	fmt.Fprintf(b, "- per replica: partitions held / chats of the load hashed onto them / turns run there\n\n")
 
-	fmt.Fprintf(b, "| setup | replicas | turns | seconds | turns/s | ceiling | send→done p50 | p95 | run p50 | run p95 | model calls/turn | turns per replica |\n")
-	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	base := 0.0
+	for _, r := range results {
+		if r.err == nil && r.replicas == 1 {
+			base = r.turnsPerSecond()
+		}
+	}
+	fmt.Fprintf(b, "| setup | replicas | turns | seconds | turns/s | × 1 | ceiling | send→done p50 | p95 | run p50 | run p95 | model calls/turn | per replica: partitions / chats / turns |\n")
+	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range results {
 		if r.err != nil {
-			fmt.Fprintf(b, "| %s | %d | failed: %s | | | | | | | | | |\n", r.name(), r.replicas, firstLine(r.err))
+			fmt.Fprintf(b, "| %s | %d | failed: %s | | | | | | | | | | |\n", r.name(), r.replicas, firstLine(r.err))
 			continue
+		}
+		ratio := "—"
+		if base > 0 {
+			ratio = fmt.Sprintf("%.2f×", r.turnsPerSecond()/base)
 		}
 		ceiling := float64(max(1, r.replicas)*o.concurrency) / (float64(o.calls) * o.delay.Seconds())
 		perCall := 0.0
 		if r.turns > 0 {
 			perCall = float64(r.modelCalls) / float64(r.turns)
 		}
-		fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.1f | %.0f | %s | %s | %s | %s | %.2f | %s |\n",
-			r.name(), r.replicas, r.turns, r.wall.Seconds(), r.turnsPerSecond(), ceiling,
+		fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.1f | %s | %.0f | %s | %s | %s | %s | %.2f | %s |\n",
+			r.name(), r.replicas, r.turns, r.wall.Seconds(), r.turnsPerSecond(), ratio, ceiling,
 			secs(percentile(r.latencies, 50)), secs(percentile(r.latencies, 95)),
-			ms(percentile(r.runs, 50)), ms(percentile(r.runs, 95)), perCall, spread(r.byReplica))
+			ms(percentile(r.runs, 50)), ms(percentile(r.runs, 95)), perCall, r.spread(o))
 	}
 	return b.Flush()
 }
@@ -119,19 +137,46 @@ func firstLine(err error) string {
 	return strings.ReplaceAll(line, "|", "/")
 }
 
-// spread renders turns per replica, "—" outside a cluster.
-func spread(by map[string]int) string {
+// spread renders, per replica, the partitions it held before the load,
+// the load's chats that hash onto them, and the turns it ran; "—"
+// outside a cluster.
+func (r result) spread(o options) string {
+	chats := map[int]int{} // by partition
+	if r.partitions > 0 {
+		for k := range o.chats {
+			chats[partitionOf(fmt.Sprintf("api:chat:c%d", k), r.partitions)]++
+		}
+	}
+	names := map[string]bool{}
+	for name := range r.byReplica {
+		names[name] = true
+	}
+	for name := range r.held {
+		names[name] = true
+	}
 	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(by)) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		if name == "" {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %d", name, by[name]))
+		c := 0
+		for _, id := range r.held[name] {
+			c += chats[id]
+		}
+		parts = append(parts, fmt.Sprintf("%s %d / %d / %d", name, len(r.held[name]), c, r.byReplica[name]))
 	}
 	if len(parts) == 0 {
 		return "—"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// partitionOf is the shared queue's hash of a chat key onto a partition
+// (cluster.Queue's partitionOf): FNV-1a, modulo the partition count.
+func partitionOf(chatKey string, partitions int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(chatKey))
+	return int(h.Sum32() % uint32(partitions))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
