@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -74,19 +75,25 @@ func (n *Node) Members(ctx context.Context) ([]Member, error) {
 	return out, nil
 }
 
-// liveReplicas counts the live replicas (0 when the bucket cannot be
-// read: the caller keeps what it has). The keys suffice: balance asks
-// every second and needs no heartbeat's content.
-func (n *Node) liveReplicas(ctx context.Context) int {
+// liveReplicas lists the names of the live replicas, sorted. The keys
+// suffice: balance asks every second and needs no heartbeat's content.
+func (n *Node) liveReplicas(ctx context.Context) ([]string, error) {
 	lister, err := n.member.ListKeys(ctx)
 	if err != nil {
-		return 0
+		return nil, fmt.Errorf("listing replicas: %w", err)
 	}
-	count := 0
-	for range lister.Keys() {
-		count++
+	var names []string
+	for k := range lister.Keys() {
+		names = append(names, k)
 	}
-	return count
+	if err := ctx.Err(); err != nil {
+		// The lister stops early without saying so: a partial list would
+		// make a wrong share.
+		return nil, fmt.Errorf("listing replicas: %w", err)
+	}
+	// A key written while the list is read may come twice.
+	sort.Strings(names)
+	return slices.Compact(names), nil
 }
 
 // alive reports whether replica name runs now in the incarnation boot.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -46,9 +47,9 @@ func (q *Queue) balance(ctx context.Context) {
 	// Every step is bounded: a round that waits out a leader election
 	// on one request would leave the leases it holds unrenewed.
 	lctx, cancel := context.WithTimeout(ctx, leaseRetry)
-	live := max(1, q.n.liveReplicas(lctx))
+	live, err := q.n.liveReplicas(lctx)
 	cancel()
-	share := (total + live - 1) / live
+	share := shareOf(total, live, q.n.opts.Replica)
 
 	q.mu.Lock()
 	parts := make([]*partition, 0, len(q.owned))
@@ -88,13 +89,19 @@ func (q *Queue) balance(ctx context.Context) {
 			held++
 		}
 	}
+	if err != nil {
+		// Without the replica list the share is unknown: keep what is
+		// held, neither giving up nor taking more.
+		q.n.log.Debug().Err(err).Msg("listing replicas; partitions stay as they are")
+		return
+	}
 	// Over the share (a replica joined): drain one partition a round, the
 	// one with the least work here.
 	if held > share {
 		q.drainOne()
 		return
 	}
-	if held == share || ctx.Err() != nil {
+	if held >= share || ctx.Err() != nil {
 		return
 	}
 	// Start at a place of our own, so replicas starting together do not
@@ -120,6 +127,26 @@ func (q *Queue) balance(ctx context.Context) {
 		q.startReading(ctx, id, l)
 		held++
 	}
+}
+
+// shareOf is how many of total partitions replica self runs when the
+// replicas live (sorted by name) are alive: total ÷ replicas each, and one
+// more for the first total mod replicas of them. Shares then differ by at
+// most one and add up to total, so no replica idles while another runs an
+// extra partition (the ceiling for everyone gave 16 over 3 as 6/6/4). A
+// replica not listed yet (its first heartbeat is on its way) counts itself
+// in where its name sorts.
+func shareOf(total int, live []string, self string) int {
+	rank, found := slices.BinarySearch(live, self)
+	n := len(live)
+	if !found {
+		n++
+	}
+	share := total / n
+	if rank < total%n {
+		share++
+	}
+	return share
 }
 
 // drainOne stops reading the held partition with the fewest items here;

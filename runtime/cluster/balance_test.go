@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/shipmyagent/ship/runtime/journal"
+)
+
+func TestSharesDifferByAtMostOneAndCoverEveryPartition(t *testing.T) {
+	for _, total := range []int{1, 2, 4, 16, 17, 64, 128} {
+		for n := 1; n <= 7; n++ {
+			var live []string
+			for i := range n {
+				live = append(live, fmt.Sprintf("r%d", i+1))
+			}
+			sum, lo, hi := 0, total, 0
+			for _, name := range live {
+				s := shareOf(total, live, name)
+				sum += s
+				lo, hi = min(lo, s), max(hi, s)
+			}
+			if sum != total || hi-lo > 1 {
+				t.Errorf("%d partitions over %d replicas: shares add up to %d, from %d to %d; want %d, differing by at most one",
+					total, n, sum, lo, hi, total)
+			}
+		}
+	}
+	// 16 over 3 is 6/5/5: the ceiling for everyone left the last 4.
+	live := []string{"r1", "r2", "r3"}
+	if got := []int{shareOf(16, live, "r1"), shareOf(16, live, "r2"), shareOf(16, live, "r3")}; !slices.Equal(got, []int{6, 5, 5}) {
+		t.Errorf("16 partitions over r1, r2, r3: shares %v, want [6 5 5]", got)
+	}
+	// A replica whose heartbeat is not listed yet counts itself in.
+	if got := shareOf(16, []string{"r1", "r3"}, "r2"); got != 5 {
+		t.Errorf("r2 not listed yet beside r1 and r3: share %d, want 5", got)
+	}
+	if got := shareOf(16, nil, "r1"); got != 16 {
+		t.Errorf("alone and not listed yet: share %d, want 16", got)
+	}
+}
+
+// Four partitions over three replicas were 2/2/0 when every replica took
+// the ceiling share: the last to join ran nothing. Now they settle at
+// 2/1/1 (a, first by name, runs the extra one), each partition held once.
+func TestThreeReplicasSettleOnSharesDifferingByOne(t *testing.T) {
+	a := startNode(t, "a", nil)
+	b := startNode(t, "b", a)
+	c := startNode(t, "c", a)
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var queues []*Queue
+	for _, n := range []*Node{a, b, c} {
+		q := n.NewQueue(QueueOptions{Concurrency: 1})
+		queues = append(queues, q)
+		wg.Add(2)
+		go func() { defer wg.Done(); n.Heartbeat(ctx, Local{Partitions: q.Partitions}) }()
+		go func() { defer wg.Done(); q.Run(ctx, rec.take(n.Replica(), q, func(journal.Item) bool { return true })) }()
+	}
+	waitFor(t, func() bool {
+		held := map[int]bool{}
+		var counts []int
+		for _, q := range queues {
+			ps := q.Partitions()
+			counts = append(counts, len(ps))
+			for _, p := range ps {
+				held[p] = true
+			}
+		}
+		return slices.Equal(counts, []int{2, 1, 1}) && len(held) == 4
+	})
+	cancel()
+	wg.Wait()
+}
