@@ -8,7 +8,7 @@
 // replicas' SSE streams, and prints a Markdown table of turns/s and turn
 // latency. Every row runs the one binary `go build ./cmd/ship` makes.
 //
-//	go run ./bench/cluster [-bin ./ship] [-chats 200] [-messages 3] [-delay 200ms] [-calls 2] [-setups 1,3] [-partitions 0]
+//	go run ./bench/cluster [-bin ./ship] [-chats 200] [-messages 3] [-delay 200ms] [-calls 2] [-setups 1,3] [-partitions 0] [-idle 0]
 //
 // Before the load, a cluster setup waits until the replicas have settled
 // who holds which partition (every one held once, none over its ceiling
@@ -47,6 +47,7 @@ type options struct {
 	warmup      int
 	senders     int
 	partitions  int
+	idle        time.Duration
 	setups      []setup
 	timeout     time.Duration
 }
@@ -76,6 +77,7 @@ func main() {
 	flag.IntVar(&o.warmup, "warmup", 8, "warm-up turns per process before measuring")
 	flag.IntVar(&o.senders, "senders", 16, "concurrent HTTP clients sending the messages")
 	flag.IntVar(&o.partitions, "partitions", 0, "cluster.partitions of every replica; 0 leaves ship's default")
+	flag.DurationVar(&o.idle, "idle", 0, "before the load, measure each process's CPU use while idle for this long (0: not)")
 	flag.StringVar(&setups, "setups", "0,1,2,3", "comma-separated replica counts; 0 is the single-process default")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "deadline for the whole run")
 	flag.Usage = func() {
@@ -100,7 +102,7 @@ Flags:
 		o.setups = append(o.setups, setup{replicas: n})
 	}
 	if flag.NArg() > 0 || o.chats < 1 || o.messages < 1 || o.delay < 0 || (o.calls != 1 && o.calls != 2) ||
-		o.concurrency < 1 || o.warmup < 0 || o.senders < 1 || o.partitions < 0 || o.timeout <= 0 {
+		o.concurrency < 1 || o.warmup < 0 || o.senders < 1 || o.partitions < 0 || o.idle < 0 || o.timeout <= 0 {
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -84,6 +84,12 @@ func measure(ctx context.Context, o options, fake *fakeopenai.Server, s setup, r
 		}
 	}
 
+	if o.idle > 0 {
+		if res.idleCPU, err = idleCPU(ctx, procs, o.idle); err != nil {
+			return res, err
+		}
+	}
+
 	streamCtx, stopStreams := context.WithCancel(ctx)
 	defer stopStreams()
 	col := newCollector()
@@ -310,4 +316,36 @@ func (c *collector) wait(ctx context.Context, prefix string, n int) error {
 			return fmt.Errorf("%d of %d turns of %s* completed (%d error events, last %q): %w", got, n, prefix, errs, lastErr, ctx.Err())
 		}
 	}
+}
+
+// idleCPU is the CPU time the processes used together over d while no
+// work arrived (leases renewed, heartbeats, consumers' idle traffic),
+// per second of d.
+func idleCPU(ctx context.Context, procs []*shipproc.Proc, d time.Duration) (time.Duration, error) {
+	cpu := func() (time.Duration, error) {
+		var sum time.Duration
+		for _, p := range procs {
+			t, err := p.CPUTime()
+			if err != nil {
+				return 0, err
+			}
+			sum += t
+		}
+		return sum, nil
+	}
+	before, err := cpu()
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	select {
+	case <-time.After(d): // the window measured, not synchronisation
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	after, err := cpu()
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(float64(after-before) / time.Since(t0).Seconds()), nil
 }

@@ -24,6 +24,7 @@ type result struct {
 	byReplica  map[string]int   // turns per replica (the events' replica field)
 	partitions int              // cluster.partitions (cluster setups)
 	held       map[string][]int // partitions per replica once settled, before the load
+	idleCPU    time.Duration    // CPU per second of all its processes while idle (-idle)
 	modelCalls int
 	err        error // the setup failed: nothing was measured
 }
@@ -105,6 +106,7 @@ func report(w io.Writer, o options, results []result) error {
 	}
 	fmt.Fprintf(b, "| setup | replicas | turns | seconds | turns/s | × 1 | ceiling | send→done p50 | p95 | run p50 | run p95 | model calls/turn | per replica: partitions / chats / turns |\n")
 	fmt.Fprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	var idle []string
 	for _, r := range results {
 		if r.err != nil {
 			fmt.Fprintf(b, "| %s | %d | failed: %s | | | | | | | | | | |\n", r.name(), r.replicas, firstLine(r.err))
@@ -119,10 +121,19 @@ func report(w io.Writer, o options, results []result) error {
 		if r.turns > 0 {
 			perCall = float64(r.modelCalls) / float64(r.turns)
 		}
+		if r.idleCPU > 0 {
+			idle = append(idle, fmt.Sprintf("%s, %d partitions: %.1f ms of CPU a second", r.name(), r.partitions, float64(r.idleCPU)/float64(time.Millisecond)))
+		}
 		fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.1f | %s | %.0f | %s | %s | %s | %s | %.2f | %s |\n",
 			r.name(), r.replicas, r.turns, r.wall.Seconds(), r.turnsPerSecond(), ratio, ceiling,
 			secs(percentile(r.latencies, 50)), secs(percentile(r.latencies, 95)),
 			ms(percentile(r.runs, 50)), ms(percentile(r.runs, 95)), perCall, r.spread(o))
+	}
+	if len(idle) > 0 {
+		fmt.Fprintf(b, "\nIdle, all processes of a setup together (%s measured before the load):\n\n", o.idle)
+		for _, line := range idle {
+			fmt.Fprintf(b, "- %s\n", line)
+		}
 	}
 	return b.Flush()
 }

@@ -146,6 +146,11 @@ func (p *Proc) Memory() (rss, peak int64, err error) {
 	return procstat.Memory(p.cmd.Process.Pid)
 }
 
+// CPUTime is the CPU time the process has used so far (all threads).
+func (p *Proc) CPUTime() (time.Duration, error) {
+	return procstat.CPUTime(p.cmd.Process.Pid)
+}
+
 // Stderr is the last 8 KiB the process wrote to stderr.
 func (p *Proc) Stderr() string { return p.stderr.String() }
 
