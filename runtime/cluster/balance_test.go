@@ -2,10 +2,15 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/journal"
 )
@@ -76,4 +81,50 @@ func TestThreeReplicasSettleOnSharesDifferingByOne(t *testing.T) {
 	})
 	cancel()
 	wg.Wait()
+}
+
+// A replica started with another partition count than the queue's items
+// were hashed under would read one chat from two partitions: it refuses to
+// start while items wait or a live replica runs with the other count, and
+// records its count once the queue is empty and nobody disagrees.
+func TestAnotherPartitionCountIsRefusedUntilTheQueueIsEmpty(t *testing.T) {
+	a := startNode(t, "a", nil) // 4 partitions
+	qa := a.NewQueue(QueueOptions{Concurrency: 1})
+	put(t, qa, "api:chat:x", "x-1")
+	start := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := Start(ctx, Options{Replica: "b", Partitions: 8, URL: a.ClientURL(), Logger: zerolog.Nop()})
+		if err == nil {
+			n.Close()
+		}
+		return err
+	}
+	if err := start(); !errors.Is(err, errPartitionCount) || !strings.Contains(err.Error(), "holds 1 items hashed into 4 partitions") {
+		t.Fatalf("starting with 8 partitions while an item waits under 4: %v; want refused", err)
+	}
+
+	if err := a.queue.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	beating := make(chan struct{})
+	go func() { defer close(beating); a.Heartbeat(ctx, Local{Partitions: qa.Partitions}) }()
+	waitFor(t, func() bool { m, _ := a.Members(context.Background()); return len(m) == 1 })
+	if err := start(); !errors.Is(err, errPartitionCount) || !strings.Contains(err.Error(), "replica a runs with 4") {
+		t.Fatalf("starting with 8 partitions beside a live replica with 4: %v; want refused", err)
+	}
+
+	cancel() // a leaves the group
+	<-beating
+	if err := start(); err != nil {
+		t.Fatalf("starting with 8 partitions, the queue empty and nobody else: %v", err)
+	}
+	info, err := a.queue.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Config.Metadata[metaPartitions]; got != "8" {
+		t.Errorf("the queue records %q partitions, want 8", got)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,17 @@ func (n *Node) setup(ctx context.Context) error {
 	// leader election (seconds each), and one attempt for all of them in
 	// turn outlasted the attempt's timeout again and again.
 	steps := []func(ctx context.Context) error{func(ctx context.Context) error {
+		// The partition count the stream records is kept as it is here
+		// (a new stream records this replica's); agreePartitions checks
+		// it once every bucket exists.
+		meta := map[string]string{metaPartitions: strconv.Itoa(n.opts.Partitions)}
+		if s, err := n.js.Stream(ctx, QueueStream); err == nil {
+			if v, ok := s.CachedInfo().Config.Metadata[metaPartitions]; ok {
+				meta[metaPartitions] = v
+			}
+		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("stream %s: %w", QueueStream, err)
+		}
 		var err error
 		n.queue, err = n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:        QueueStream,
@@ -165,6 +177,7 @@ func (n *Node) setup(ctx context.Context) error {
 			Storage:    jetstream.FileStorage,
 			Replicas:   r,
 			Duplicates: 2 * time.Minute,
+			Metadata:   meta,
 		})
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", QueueStream, err)
@@ -207,7 +220,10 @@ func (n *Node) setup(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return retry(ctx, n.log, "checking the partition count", n.agreePartitions)
 }
 
 // retry calls fn until it succeeds or ctx ends; JetStream answers "no

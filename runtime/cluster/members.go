@@ -22,6 +22,9 @@ type Member struct {
 	Running     []string `json:"running"` // chat keys running there now
 	Partitions  []int    `json:"partitions"`
 	Concurrency int      `json:"concurrency"`
+	// PartitionCount is the replica's cluster.partitions: a replica
+	// starting with another refuses to (agreePartitions).
+	PartitionCount int `json:"partitionCount,omitempty"`
 }
 
 // Local is what this replica reports about itself in each heartbeat.
@@ -37,7 +40,7 @@ func (n *Node) Heartbeat(ctx context.Context, local Local) {
 	started := time.Now().UnixMilli()
 	beat := func(ctx context.Context) {
 		m := Member{Name: n.opts.Replica, Boot: n.boot, Addr: n.opts.Addr, Started: started, Seen: time.Now().UnixMilli(),
-			Concurrency: local.Concurrency, Running: []string{}, Partitions: []int{}}
+			Concurrency: local.Concurrency, Running: []string{}, Partitions: []int{}, PartitionCount: n.opts.Partitions}
 		if local.Running != nil {
 			m.Running = local.Running()
 		}
