@@ -19,7 +19,9 @@ type ClusterConfig struct {
 	Replica string `json:"replica,omitempty"`
 	// Partitions is how many slices the queue's chats are hashed into;
 	// each slice is run by one replica at a time. The same on every
-	// replica (default 16).
+	// replica (default 16): a chat hashed under two counts would run on
+	// two replicas, so one with another count than the queue's items or
+	// a live replica's refuses to start.
 	Partitions int        `json:"partitions,omitempty"`
 	NATS       NATSConfig `json:"nats"`
 }
