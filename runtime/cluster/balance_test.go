@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/runtime/journal"
@@ -126,5 +128,56 @@ func TestAnotherPartitionCountIsRefusedUntilTheQueueIsEmpty(t *testing.T) {
 	}
 	if got := info.Config.Metadata[metaPartitions]; got != "8" {
 		t.Errorf("the queue records %q partitions, want 8", got)
+	}
+}
+
+func TestUnsetPartitionCountTakesTheQueues(t *testing.T) {
+	recorded := func(v string) *jetstream.StreamInfo {
+		info := &jetstream.StreamInfo{}
+		if v != "" {
+			info.Config.Metadata = map[string]string{metaPartitions: v}
+		}
+		return info
+	}
+	for _, tc := range []struct {
+		name       string
+		configured int
+		existing   *jetstream.StreamInfo
+		want       int
+	}{
+		{"a new queue", 0, nil, defaultPartitions},
+		{"a queue recording 32", 0, recorded("32"), 32},
+		{"a queue made before counts were recorded: the default then", 0, recorded(""), legacyPartitions},
+		{"configured, a new queue", 8, nil, 8},
+		{"configured, whatever the queue records (agreePartitions judges)", 8, recorded("32"), 8},
+	} {
+		if got, _ := partitionCount(tc.configured, tc.existing); got != tc.want {
+			t.Errorf("%s: %d partitions, want %d", tc.name, got, tc.want)
+		}
+	}
+
+	// Unset on every replica: the first makes the queue with the
+	// default and records it, the next takes the record.
+	start := func(name, url string, embedded *Embedded) *Node {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := Start(ctx, Options{Replica: name, URL: url, Embedded: embedded, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n
+	}
+	a := start("a", "", &Embedded{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	b := start("b", a.ClientURL(), nil)
+	if a.opts.Partitions != defaultPartitions || b.opts.Partitions != defaultPartitions {
+		t.Errorf("unset: a runs %d partitions, b %d; want %d", a.opts.Partitions, b.opts.Partitions, defaultPartitions)
+	}
+	info, err := b.queue.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Config.Metadata[metaPartitions]; got != strconv.Itoa(defaultPartitions) {
+		t.Errorf("the queue records %q partitions, want %d", got, defaultPartitions)
 	}
 }

@@ -63,7 +63,8 @@ type Options struct {
 	Token    string
 	// Replicas is JetStream's copy count for every stream and bucket.
 	Replicas int
-	// Partitions is how many slices the queue is hashed into.
+	// Partitions is how many slices the queue is hashed into; 0 takes the
+	// count the queue stream records (partitionCount).
 	Partitions int
 	// Capacity is how many items the queue stream holds at most, queued
 	// or running, cluster-wide (queue.capacity; default 1000): JetStream
@@ -77,20 +78,23 @@ type Options struct {
 // Node is one replica's connection to the group: the NATS connection, the
 // JetStream context and the buckets ship keeps.
 type Node struct {
-	opts   Options
-	boot   string
-	srv    *server.Server // nil with an external NATS
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	log    zerolog.Logger
-	leases jetstream.KeyValue
-	member jetstream.KeyValue
-	runs   jetstream.KeyValue
-	claims jetstream.KeyValue
-	offs   jetstream.KeyValue
-	state  jetstream.KeyValue
-	queue  jetstream.Stream
-	files  jetstream.ObjectStore // received files (files.go)
+	opts Options
+	// configuredPartitions is Options.Partitions as given (0: the
+	// queue's); opts.Partitions is the count in use once setup ran.
+	configuredPartitions int
+	boot                 string
+	srv                  *server.Server // nil with an external NATS
+	nc                   *nats.Conn
+	js                   jetstream.JetStream
+	log                  zerolog.Logger
+	leases               jetstream.KeyValue
+	member               jetstream.KeyValue
+	runs                 jetstream.KeyValue
+	claims               jetstream.KeyValue
+	offs                 jetstream.KeyValue
+	state                jetstream.KeyValue
+	queue                jetstream.Stream
+	files                jetstream.ObjectStore // received files (files.go)
 }
 
 // Start connects this replica (starting the embedded server first when
@@ -99,15 +103,15 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.Replicas < 1 {
 		opts.Replicas = 1
 	}
-	if opts.Partitions < 1 {
-		opts.Partitions = 16
+	if opts.Partitions < 0 {
+		opts.Partitions = 0
 	}
 	if opts.Capacity < 1 {
 		opts.Capacity = 1000
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	n := &Node{opts: opts, boot: hex.EncodeToString(b), log: opts.Logger.With().Str("replica", opts.Replica).Logger()}
+	n := &Node{opts: opts, configuredPartitions: opts.Partitions, boot: hex.EncodeToString(b), log: opts.Logger.With().Str("replica", opts.Replica).Logger()}
 	var copts []nats.Option
 	copts = append(copts, nats.Name("ship "+opts.Replica), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 	copts = append(copts, connLogging(n.log)...)
@@ -156,13 +160,17 @@ func (n *Node) setup(ctx context.Context) error {
 		// The partition count the stream records is kept as it is here
 		// (a new stream records this replica's); agreePartitions checks
 		// it once every bucket exists.
-		meta := map[string]string{metaPartitions: strconv.Itoa(n.opts.Partitions)}
+		var existing *jetstream.StreamInfo
 		if s, err := n.js.Stream(ctx, QueueStream); err == nil {
-			if v, ok := s.CachedInfo().Config.Metadata[metaPartitions]; ok {
-				meta[metaPartitions] = v
-			}
+			existing = s.CachedInfo()
 		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return fmt.Errorf("stream %s: %w", QueueStream, err)
+		}
+		count, recorded := partitionCount(n.configuredPartitions, existing)
+		n.opts.Partitions = count
+		meta := map[string]string{metaPartitions: strconv.Itoa(count)}
+		if recorded != "" {
+			meta[metaPartitions] = recorded
 		}
 		var err error
 		n.queue, err = n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{

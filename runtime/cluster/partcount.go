@@ -6,11 +6,46 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // metaPartitions is the queue stream's metadata key recording the
 // partition count its items are hashed under.
 const metaPartitions = "ship_partitions"
+
+// Partition counts when cluster.partitions is not set. A new queue gets
+// defaultPartitions: 16 caps three replicas at 16/6 = 2.67 times one (the
+// replica with 6 partitions has an eighth more work than the average),
+// 64 at 64/22 = 2.91, for about 0.1 ms of CPU a second per partition more
+// at idle over three replicas (a lease renewal and an ordered consumer
+// each; BENCHMARKS.md "Issue 28"). A queue made before the count was
+// recorded was made by a ship whose count, when not set, was
+// legacyPartitions: its replicas keep that one.
+const (
+	defaultPartitions = 64
+	legacyPartitions  = 16
+)
+
+// partitionCount is the count a replica uses: the one configured, else the
+// one the queue stream records (existing nil: no stream yet), else the
+// default for a new queue or the old default for an unrecorded one.
+// recorded is the stream's record as it stands ("" for none).
+func partitionCount(configured int, existing *jetstream.StreamInfo) (count int, recorded string) {
+	if existing != nil {
+		recorded = existing.Config.Metadata[metaPartitions]
+	}
+	switch r, err := strconv.Atoi(recorded); {
+	case configured > 0:
+		return configured, recorded
+	case err == nil && r > 0:
+		return r, recorded
+	case existing != nil:
+		return legacyPartitions, recorded
+	default:
+		return defaultPartitions, recorded
+	}
+}
 
 // errPartitionCount says this replica's cluster.partitions differs from the
 // count the queue's items were hashed under, or from a live replica's.
@@ -26,7 +61,8 @@ var errPartitionCount = errors.New("cluster.partitions differs from the cluster'
 // records its own count (the way to change it: stop every replica, and
 // start them with the new count once the queue is empty). A stream made
 // by a ship that recorded no count takes this replica's: such a ship's
-// count came from the same ship.json (16 when unset, as now).
+// count came from the same ship.json, or was 16 when unset, which is what
+// a replica without the setting takes for such a stream (partitionCount).
 func (n *Node) agreePartitions(ctx context.Context) error {
 	ours := n.opts.Partitions
 	info, err := n.queue.Info(ctx)

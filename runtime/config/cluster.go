@@ -19,9 +19,11 @@ type ClusterConfig struct {
 	Replica string `json:"replica,omitempty"`
 	// Partitions is how many slices the queue's chats are hashed into;
 	// each slice is run by one replica at a time. The same on every
-	// replica (default 16): a chat hashed under two counts would run on
-	// two replicas, so one with another count than the queue's items or
-	// a live replica's refuses to start.
+	// replica: a chat hashed under two counts would run on two replicas,
+	// so one with another count than the queue's items or a live
+	// replica's refuses to start. Unset (0): the count the queue records,
+	// 64 for a new queue, 16 for one made before ship recorded it (the
+	// default then).
 	Partitions int        `json:"partitions,omitempty"`
 	NATS       NATSConfig `json:"nats"`
 }
@@ -80,9 +82,6 @@ func (c *Config) clusterDefaults() {
 	if !cl.On() {
 		return
 	}
-	if cl.Partitions == 0 {
-		cl.Partitions = 16
-	}
 	if cl.Replica == "" {
 		host, _ := os.Hostname()
 		host = strings.Map(func(r rune) rune {
@@ -121,8 +120,8 @@ func (c ClusterConfig) validate() error {
 	if !isName(c.Replica, maxReplicaName) {
 		return fmt.Errorf("%w: cluster.replica (SHIP_REPLICA) %q must be 1-64 letters, digits, '-' or '_'", ErrInvalid, c.Replica)
 	}
-	if c.Partitions < 1 || c.Partitions > 1024 {
-		return fmt.Errorf("%w: cluster.partitions %d must be between 1 and 1024", ErrInvalid, c.Partitions)
+	if c.Partitions < 0 || c.Partitions > 1024 {
+		return fmt.Errorf("%w: cluster.partitions %d must be between 1 and 1024 (or unset)", ErrInvalid, c.Partitions)
 	}
 	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
 		return fmt.Errorf("%w: cluster.nats.replicas %d must be between 1 and 5", ErrInvalid, c.NATS.Replicas)
