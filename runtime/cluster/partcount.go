@@ -17,9 +17,9 @@ const metaPartitions = "ship_partitions"
 // Partition counts when cluster.partitions is not set. A new queue gets
 // defaultPartitions: 16 caps three replicas at 16/6 = 2.67 times one (the
 // replica with 6 partitions has an eighth more work than the average),
-// 64 at 64/22 = 2.91, for about 0.1 ms of CPU a second per partition more
-// at idle over three replicas (a lease renewal and an ordered consumer
-// each; BENCHMARKS.md "Issue 28"). A queue made before the count was
+// 64 at 64/22 = 2.91, for about 0.6 ms of CPU a second per partition at
+// idle over three replicas (a lease renewal and an ordered consumer each;
+// BENCHMARKS.md "Issue 28"). A queue made before the count was
 // recorded was made by a ship whose count, when not set, was
 // legacyPartitions: its replicas keep that one.
 const (
