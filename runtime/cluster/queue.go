@@ -105,6 +105,11 @@ func (n *Node) NewQueue(opts QueueOptions) *Queue {
 // as much as the publish that follows); JetStream's own limit refuses what
 // another replica's message slips in between.
 func (q *Queue) Admits(ctx context.Context) error {
+	// Briefly: while the stream elects a leader nobody answers, and the
+	// platform's intake (a Telegram poll) must not wait on a look that
+	// the publish after it makes anyway.
+	ctx, cancel := context.WithTimeout(ctx, admitBudget)
+	defer cancel()
 	info, err := q.n.queue.Info(ctx)
 	if err != nil {
 		return nil // the publish that follows finds out for itself
@@ -114,6 +119,9 @@ func (q *Queue) Admits(ctx context.Context) error {
 	}
 	return nil
 }
+
+// admitBudget bounds Admits' look at the stream.
+const admitBudget = 250 * time.Millisecond
 
 // LocalCapacity is what the local queue must hold so it never refuses an
 // item this queue hands it.
