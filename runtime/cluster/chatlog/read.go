@@ -124,7 +124,7 @@ func (s *Store) Scan(ctx context.Context, chatKey string, fn func(chat.ChatLogEn
 		}
 		return nil
 	}
-	err = s.readAll(ctx, subject, 1, func(_ uint64, data []byte) bool {
+	err = s.readAllPatiently(ctx, subject, 1, func(_ uint64, data []byte) bool {
 		if e, ok := chat.DecodeEntry(data); ok {
 			return fn(e)
 		}
@@ -294,40 +294,58 @@ func (s *Store) request(ctx context.Context, req []byte) (*nats.Msg, error) {
 // readAll feeds fn every message of subject from stream sequence start on,
 // in order, until fn returns false: the bulk through an ordered consumer,
 // the last word from the stream leader (see refresh), so that every
-// message acknowledged before the call is seen.
+// message acknowledged before the call is seen. One attempt: Recent and
+// Search are on a platform's intake path, which would rather fail (the
+// platform delivers again) than wait out a leader election.
 func (s *Store) readAll(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) error {
-	next, stopped := start, false
+	_, err := s.readFrom(ctx, subject, start, fn)
+	return err
+}
+
+// readFrom is one attempt of readAll; next is the sequence after the last
+// message fed (start when none was).
+func (s *Store) readFrom(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) (next uint64, err error) {
+	next = start
+	stopped := false
 	feed := func(seq uint64, data []byte) bool {
 		next = seq + 1
 		stopped = !fn(seq, data)
 		return !stopped
 	}
-	attempt := func() error {
-		_, more, err := s.scan(ctx, subject, next, feed)
-		if err != nil || !more || stopped {
-			return err
+	_, more, err := s.scan(ctx, subject, start, feed)
+	if err != nil || !more || stopped {
+		return next, err
+	}
+	for {
+		seq, data, err := s.nextBySubject(ctx, subject, next)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return next, nil
 		}
-		for {
-			seq, data, err := s.nextBySubject(ctx, subject, next)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if !feed(seq, data) {
-				return nil
-			}
+		if err != nil {
+			return next, err
+		}
+		if !feed(seq, data) {
+			return next, nil
 		}
 	}
-	// A read cut short (a leader election, or a machine so busy that a
-	// consumer is not made within the timeout) goes on from the first
-	// entry not fed yet, for as long as it keeps getting somewhere.
+}
+
+// readAllPatiently is readAll for a whole chat's history (Scan: history
+// tools, export): a read cut short (a leader election, a machine so busy
+// that a consumer is not made in time) goes on from the first entry not
+// fed yet, for as long as it keeps getting somewhere within hotBudget.
+func (s *Store) readAllPatiently(ctx context.Context, subject string, start uint64, fn func(seq uint64, data []byte) bool) error {
+	next, stopped := start, false
+	feed := func(seq uint64, data []byte) bool {
+		stopped = !fn(seq, data)
+		return !stopped
+	}
 	deadline := time.Now().Add(hotBudget)
 	wait := 100 * time.Millisecond
 	for {
 		from := next
-		err := attempt()
+		var err error
+		next, err = s.readFrom(ctx, subject, next, feed)
 		if err == nil || stopped || errors.Is(err, nats.ErrConnectionClosed) || ctx.Err() != nil {
 			return err
 		}
