@@ -14,6 +14,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/runtime/tasks"
 )
 
@@ -33,6 +34,9 @@ type TaskToolsOptions struct {
 	Local *time.Location
 	// Now is the clock of next-run times; nil is time.Now.
 	Now func() time.Time
+	// Records, in cluster mode, holds the tasks' slots and runs (the
+	// scheduler's shared records) instead of the folder's state.json.
+	Records records.Table
 }
 
 // Tasks returns task_create, task_list and task_delete.
@@ -110,12 +114,18 @@ func (t *TaskList) Definition() llms.FunctionDefinition {
 }
 
 // Call lists the tasks.
-func (t *TaskList) Call(_ context.Context, args json.RawMessage) agent.ToolResult {
+func (t *TaskList) Call(ctx context.Context, args json.RawMessage) agent.ToolResult {
 	var in struct{}
 	if msg := decodeArgs(args, &in); msg != "" {
 		return failure(msg)
 	}
-	list, err := tasks.List(t.opts.Dir, t.opts.Now(), t.opts.Local)
+	var list []tasks.Status
+	var err error
+	if t.opts.Records != nil {
+		list, err = tasks.ListShared(ctx, t.opts.Dir, t.opts.Records, t.opts.Now(), t.opts.Local)
+	} else {
+		list, err = tasks.List(t.opts.Dir, t.opts.Now(), t.opts.Local)
+	}
 	if err != nil {
 		return failure("reading the tasks failed: " + err.Error())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/tools"
 )
 
@@ -50,5 +51,29 @@ func TestTaskCreateTargetsTheCurrentChatOrTheOneNamed(t *testing.T) {
 		if res := create.Call(ctx, json.RawMessage(bad)); res.OK {
 			t.Errorf("%s accepted: %s", bad, res.Content)
 		}
+	}
+}
+
+// In cluster mode the runs are in the replicas' shared records, not in the
+// folder's state.json: task_list shows the last run whichever replica ran
+// it.
+func TestTaskListShowsTheRunsTheReplicasShare(t *testing.T) {
+	now := time.Date(2026, 3, 4, 8, 0, 0, 0, time.UTC)
+	shared := records.NewMemory()
+	ts := tools.Tasks(tools.TaskToolsOptions{Dir: filepath.Join(t.TempDir(), "tasks"), Local: time.UTC,
+		Now: func() time.Time { return now }, Records: shared})
+	create, list := taskTool(ts, tools.TaskCreateName), taskTool(ts, tools.TaskListName)
+	ctx := dispatch.WithRequest(context.Background(), dispatch.RequestContext{Channel: "api", ChatKey: "api:chat:ops"})
+	if res := create.Call(ctx, json.RawMessage(`{"name":"daily","cron":"0 9 * * *","instruction":"x"}`)); !res.OK {
+		t.Fatal(res.Content)
+	}
+	// What another replica's scheduler wrote.
+	rec := `{"v":1,"lastSlot":"2026-03-03T09:00:00Z","lastRun":"2026-03-03T09:00:01Z","lastRunId":"r-1","lastStatus":"ok","lastResult":"sent"}`
+	if _, err := shared.Put(ctx, "daily", []byte(rec), 0); err != nil {
+		t.Fatal(err)
+	}
+	res := list.Call(ctx, nil)
+	if !res.OK || !strings.Contains(res.Content, `"lastRunId":"r-1"`) || !strings.Contains(res.Content, `"lastStatus":"ok"`) {
+		t.Errorf("task_list in cluster mode: %s", res.Content)
 	}
 }

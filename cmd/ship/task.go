@@ -98,6 +98,12 @@ func listTasks(w io.Writer, dir string, now time.Time) error {
 			fmt.Fprintf(w, "\n%s.md is invalid and does not run: %s\n", s.Name, s.Error)
 		}
 	}
+	if cfg, err := config.Load(dir, nil); err == nil && cfg.Cluster.On() {
+		// The runs are records the replicas share in NATS, which this
+		// command does not reach.
+		fmt.Fprintln(w, "\nThis project runs as a cluster: the last runs are in the replicas' shared records, "+
+			"not shown here; GET /api/tasks on any replica lists them.")
+	}
 	if invalid > 0 {
 		return fmt.Errorf("%d task file(s) invalid: fix them (the other tasks run as listed)", invalid)
 	}

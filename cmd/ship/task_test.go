@@ -82,3 +82,17 @@ func closedPort(t *testing.T) int {
 	ln.Close()
 	return port
 }
+
+// A cluster's runs are in NATS, which `ship task list` does not reach: it
+// says where they are rather than showing none as if nothing ran.
+func TestTaskListInAClusterSaysWhereTheRunsAre(t *testing.T) {
+	dir := t.TempDir()
+	writeTaskFile(t, dir, "daily", "---\ncron: \"0 9 * * *\"\nchatKey: api:chat:x\n---\nReport.\n")
+	if err := os.WriteFile(filepath.Join(dir, "ship.json"), []byte(`{"cluster": {"replica": "r1", "nats": {"url": "nats://127.0.0.1:4222"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "task", "list", dir)
+	if code != 0 || !strings.Contains(out, "daily") || !strings.Contains(out, "GET /api/tasks") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the task and where its runs are", code, out, errOut)
+	}
+}

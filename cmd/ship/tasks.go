@@ -22,9 +22,10 @@ import (
 func taskDir(cfg config.Config) string { return cfg.StatePath("tasks") }
 
 // taskTools are task_create, task_list and task_delete on the project's
-// task folder (the tool policy denies them until a rule allows them).
-func taskTools(cfg config.Config) []agent.Tool {
-	return tools.Tasks(tools.TaskToolsOptions{Dir: taskDir(cfg)})
+// task folder (the tool policy denies them until a rule allows them);
+// shared, in cluster mode, is where task_list finds the runs.
+func taskTools(cfg config.Config, shared records.Table) []agent.Tool {
+	return tools.Tasks(tools.TaskToolsOptions{Dir: taskDir(cfg), Records: shared})
 }
 
 // newScheduler builds the scheduler of the project's tasks: runs go

@@ -72,22 +72,46 @@ func (r record) encode() ([]byte, error) {
 
 // readShared reads every task's record (cluster mode).
 func (s *Scheduler) readShared(ctx context.Context) (state, error) {
-	recs, err := s.shared.List(ctx)
-	if err != nil {
-		return newState(), fmt.Errorf("reading the shared task records: %w", err)
+	st, damaged, err := readSharedState(ctx, s.shared)
+	for _, name := range damaged {
+		// Without its record the slot looks free, but taking it reads the
+		// record again and fails the same way: it never runs.
+		s.log.Error().Str("task", name).Msg("scheduled tasks: a shared task record is damaged")
 	}
-	st := newState()
+	return st, err
+}
+
+// readSharedState reads every task's record from t; damaged names the
+// records that do not decode (left out).
+func readSharedState(ctx context.Context, t records.Table) (st state, damaged []string, err error) {
+	recs, err := t.List(ctx)
+	if err != nil {
+		return newState(), nil, fmt.Errorf("reading the shared task records: %w", err)
+	}
+	st = newState()
 	for _, r := range recs {
 		rec, err := decodeRecord(r.Value)
 		if err != nil {
-			// Without its record the slot looks free, but taking it reads
-			// the record again and fails the same way: it never runs.
-			s.log.Error().Err(err).Str("task", r.Key).Msg("scheduled tasks: a shared task record is damaged")
+			damaged = append(damaged, r.Key)
 			continue
 		}
 		st.Tasks[r.Key] = rec.TaskState
 	}
-	return st, nil
+	return st, damaged, nil
+}
+
+// ListShared is List in cluster mode: the folder's tasks with the runs the
+// replicas share in t, whichever replica ran them.
+func ListShared(ctx context.Context, dir string, t records.Table, now time.Time, local *time.Location) ([]Status, error) {
+	entries, err := Folder{Dir: dir}.Read()
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := readSharedState(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return statuses(entries, st, now, local), nil
 }
 
 // update changes task name's bookkeeping: change gets the latest (ok
