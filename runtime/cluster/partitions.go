@@ -57,17 +57,13 @@ func (q *Queue) balance(ctx context.Context) {
 		parts = append(parts, p)
 	}
 	q.mu.Unlock()
+	lost := q.renewAll(ctx, parts)
 	held := 0
-	for _, p := range parts {
-		if p.lease.due() {
-			rctx, cancel := context.WithTimeout(ctx, leaseRenew)
-			err := p.lease.renew(rctx)
-			cancel()
-			if errors.Is(err, errLeaseLost) {
-				q.n.log.Warn().Int("partition", p.id).Err(err).Msg("partition lease lost; another replica runs it now")
-				q.drop(p, false)
-				continue
-			}
+	for i, p := range parts {
+		if lost[i] != nil {
+			q.n.log.Warn().Int("partition", p.id).Err(lost[i]).Msg("partition lease lost; another replica runs it now")
+			q.drop(p, false)
+			continue
 		}
 		if !p.lease.held() {
 			// Lapsed (not renewed in time) though perhaps still this
@@ -127,6 +123,31 @@ func (q *Queue) balance(ctx context.Context) {
 		q.startReading(ctx, id, l)
 		held++
 	}
+}
+
+// renewAll renews the leases of parts that are due, all at once and each
+// within leaseRenew: one after the other, eight partitions waiting out a
+// leader election would take longer than a lease lives. It returns, by
+// index, errLeaseLost for the leases found lost.
+func (q *Queue) renewAll(ctx context.Context, parts []*partition) []error {
+	lost := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if !p.lease.due() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, leaseRenew)
+			defer cancel()
+			if err := p.lease.renew(rctx); errors.Is(err, errLeaseLost) {
+				lost[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	return lost
 }
 
 // shareOf is how many of total partitions replica self runs when the
