@@ -23,6 +23,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/tencent-connect/botgo v0.2.1
 	github.com/tmc/langchaingo v0.1.14
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.16.0
