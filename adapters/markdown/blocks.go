@@ -224,9 +224,14 @@ func (r *renderer) text(n *ast.Text) {
 // links are written the same way.
 func (r *renderer) link(n *ast.Link) {
 	dest := string(n.Destination)
-	if r.quote > 0 || r.inLink || !linkURL(dest) || isBlank(plainText(n, r.src)) {
+	label := plainText(n, r.src)
+	switch {
+	case isBlank(label):
+		r.write(dest)
+		return
+	case r.quote > 0 || r.inLink || !linkURL(dest):
 		r.inlines(n)
-		if dest != "" && dest != plainText(n, r.src) {
+		if dest != "" && dest != label {
 			r.write(" (" + dest + ")")
 		}
 		return
@@ -269,8 +274,8 @@ func codeSpanText(n ast.Node, src []byte) string {
 	return b.String()
 }
 
-// plainText is the text of n's inline content without formatting: for
-// table cells, image alt text and checks on link text.
+// plainText is the text of n's inline content without formatting, links
+// followed by their URL: for table cells and image alt text.
 func plainText(n ast.Node, src []byte) string {
 	var b strings.Builder
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
@@ -294,6 +299,12 @@ func plainText(n ast.Node, src []byte) string {
 			for i := 0; i < c.Segments.Len(); i++ {
 				seg := c.Segments.At(i)
 				b.Write(seg.Value(src))
+			}
+		case *ast.Link:
+			label := plainText(c, src)
+			b.WriteString(label)
+			if dest := string(c.Destination); dest != "" && dest != label {
+				b.WriteString(" (" + dest + ")")
 			}
 		default:
 			b.WriteString(plainText(c, src))

@@ -107,4 +107,3 @@ func runeWidth(c rune) int {
 	}
 	return 1
 }
-

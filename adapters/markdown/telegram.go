@@ -178,9 +178,30 @@ func (r *renderer) finish() (string, []Entity) {
 		if a.Offset != b.Offset {
 			return a.Offset - b.Offset
 		}
-		return b.Length - a.Length
+		if a.Length != b.Length {
+			return b.Length - a.Length
+		}
+		return rank(a.Type) - rank(b.Type)
 	})
 	return trimmed, ents
+}
+
+// rank orders entities over the same characters, outer first: a quote
+// holds links, links hold styles.
+func rank(typ string) int {
+	switch typ {
+	case Blockquote:
+		return 0
+	case TextLink:
+		return 1
+	case Bold:
+		return 2
+	case Italic:
+		return 3
+	case Strikethrough:
+		return 4
+	}
+	return 5
 }
 
 // isBlank reports whether s holds only white space.
