@@ -58,7 +58,7 @@ func (s *Server) sendChatAction(rq *request) (any, *apiError) {
 // fake's own.
 func (s *Server) sendMessageDraft(rq *request) (any, *apiError) {
 	text := rq.p["text"]
-	if _, e := messageText(text, rq.p["parse_mode"]); e != nil {
+	if _, e := messageText(text, rq.p["parse_mode"], rq.p["entities"]); e != nil {
 		return nil, e
 	}
 	chatID, e := s.resolveChat(rq.p)

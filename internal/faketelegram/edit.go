@@ -12,6 +12,7 @@ import (
 // botMsg is what the fake keeps about a message the bot sent.
 type botMsg struct {
 	source, mode string    // text (or caption) as last sent, markup included, and its parse_mode
+	entities     string    // the entities parameter (JSON) it was last sent with, "" without
 	plain        string    // as the client sees it
 	isText       bool      // a text message (editMessageText applies), not a caption
 	kb           *keyboard // the inline keyboard, nil without one
@@ -40,6 +41,7 @@ type Message struct {
 	Text      string     // the text (or caption) as the client sees it: markup removed
 	Source    string     // the text as last sent, markup included
 	ParseMode string     // the parse_mode it was last sent with
+	Entities  string     // the entities (JSON) it was last sent with; "" without
 	Buttons   [][]Button // the inline keyboard; nil without one
 	Edits     int        // how many edits succeeded
 }
@@ -54,7 +56,7 @@ func (s *Server) Message(chatID, messageID int64) (Message, bool) {
 	}
 	b := c.bot[messageID]
 	return Message{ChatID: chatID, MessageID: messageID, ThreadID: b.thread, Text: b.plain, Source: b.source,
-		ParseMode: b.mode, Buttons: b.kb.rows(), Edits: b.edits}, true
+		ParseMode: b.mode, Entities: b.entities, Buttons: b.kb.rows(), Edits: b.edits}, true
 }
 
 // Edits returns a copy of every recorded edit, oldest first.
@@ -80,11 +82,14 @@ func (s *Server) messageLocked(c *chatState, id int64) map[string]any {
 }
 
 // newText is the text part of an editMessageText.
-type newText struct{ source, mode, plain string }
+type newText struct{ source, mode, entities, plain string }
 
 // key tells two texts apart as Telegram does, by the text and its
 // formatting: text without markup compares by what the client sees.
 func (t newText) key() string {
+	if t.entities != "" {
+		return t.plain + "\x00entities\x00" + t.entities
+	}
 	if strings.TrimSpace(t.source) == t.plain {
 		return t.plain
 	}
@@ -92,9 +97,9 @@ func (t newText) key() string {
 }
 
 func (s *Server) editMessageText(rq *request) (any, *apiError) {
-	t := newText{source: rq.p["text"], mode: rq.p["parse_mode"]}
+	t := newText{source: rq.p["text"], mode: rq.p["parse_mode"], entities: givenEntities(rq.p["entities"])}
 	var e *apiError
-	t.plain, e = messageText(t.source, t.mode)
+	t.plain, e = messageText(t.source, t.mode, t.entities)
 	if e != nil {
 		return nil, e
 	}
@@ -140,7 +145,7 @@ func (s *Server) edit(rq *request, method string, t *newText) (any, *apiError) {
 	case t != nil && !b.isText:
 		return nil, badRequest("there is no text in the message to edit")
 	}
-	old := newText{source: b.source, mode: b.mode, plain: b.plain}
+	old := newText{source: b.source, mode: b.mode, entities: b.entities, plain: b.plain}
 	if kb.equal(b.kb) && (t == nil || t.key() == old.key()) {
 		return nil, badRequest("message is not modified: specified new message content and reply markup are " +
 			"exactly the same as a current content and reply markup of the message")
@@ -150,7 +155,7 @@ func (s *Server) edit(rq *request, method string, t *newText) (any, *apiError) {
 	now := time.Now()
 	if t != nil {
 		m["text"], m["edit_date"] = t.plain, now.Unix()
-		b.source, b.mode, b.plain = t.source, t.mode, t.plain
+		b.source, b.mode, b.entities, b.plain = t.source, t.mode, t.entities, t.plain
 	}
 	delete(m, "reply_markup")
 	if kb != nil {

@@ -40,11 +40,18 @@ func (s *Server) resolveChat(p params) (int64, *apiError) {
 	return 0, badRequest("chat not found")
 }
 
-// formatted checks text against parse_mode and returns the text a client
-// would see (markup removed, surrounding white space trimmed).
-func formatted(text, mode string) (string, *apiError) {
+// formatted checks text against parse_mode, or against entities (the JSON
+// "entities" parameter, which replaces parse_mode when it lists any), and returns
+// the text a client would see (markup removed, surrounding white space
+// trimmed).
+func formatted(text, mode, entities string) (string, *apiError) {
 	if !utf8.ValidString(text) {
 		return "", badRequest("strings must be encoded in UTF-8")
+	}
+	if given, e := checkEntities(text, entities); e != nil {
+		return "", e
+	} else if given {
+		return strings.TrimSpace(text), nil
 	}
 	var plain string
 	var err error
@@ -128,7 +135,12 @@ func (s *Server) deliver(rq *request, o *outgoing, fill func(m map[string]any)) 
 		m["is_topic_message"] = true
 	}
 	fill(m)
-	b := &botMsg{source: o.text, mode: rq.p["parse_mode"], plain: o.plain, isText: o.isText, thread: o.thread}
+	ents := rq.p["entities"]
+	if !o.isText {
+		ents = rq.p["caption_entities"]
+	}
+	b := &botMsg{source: o.text, mode: rq.p["parse_mode"], entities: givenEntities(ents), plain: o.plain,
+		isText: o.isText, thread: o.thread}
 	if o.kb != nil {
 		m["reply_markup"] = o.kb.raw
 		b.kb = o.kb
@@ -153,7 +165,7 @@ func (s *Server) sendMessage(rq *request) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	plain, e := messageText(text, rq.p["parse_mode"])
+	plain, e := messageText(text, rq.p["parse_mode"], rq.p["entities"])
 	if e != nil {
 		return nil, e
 	}
@@ -163,8 +175,8 @@ func (s *Server) sendMessage(rq *request) (any, *apiError) {
 
 // messageText checks a message's text as the real server does (markup
 // parsed, 1 to 4096 characters once parsed) and returns it as shown.
-func messageText(text, mode string) (string, *apiError) {
-	plain, e := formatted(text, mode)
+func messageText(text, mode, entities string) (string, *apiError) {
+	plain, e := formatted(text, mode, entities)
 	switch {
 	case e != nil:
 		return "", e
@@ -184,7 +196,7 @@ func (s *Server) sendMedia(rq *request, method, field string) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	plain, e := formatted(caption, rq.p["parse_mode"])
+	plain, e := formatted(caption, rq.p["parse_mode"], rq.p["caption_entities"])
 	if e != nil {
 		return nil, e
 	}
