@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
@@ -112,15 +113,21 @@ func newSender(a *api, l Limits, parseMode string, log zerolog.Logger) *sender {
 func (a *Adapter) CallsBeforeWire() {}
 
 // SendText is the telegram channel's dispatcher: it sends text into req's chat and topic.
+//
+// Without a parse_mode configured, the model's Markdown is rendered as
+// Telegram entities (markdown.Telegram), so people read bold, code blocks
+// and links instead of "**" and fences, and no escaping can make Telegram
+// refuse the text. A configured parse_mode keeps the old behaviour: the
+// text goes to Telegram's own dialect as written.
 func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, text string) error {
 	chatID, threadID, replyTo, err := replyTarget(req)
 	if err != nil {
 		return err
 	}
 	group := req.ChatType == "group" || req.ChatType == "supergroup"
-	parts := split.Split(text, MaxMessageChars)
+	parts := a.sender.parts(text)
 	for i, part := range parts {
-		if err := a.sender.send(ctx, chatID, threadID, replyTo, group, part, ""); err != nil {
+		if _, err := a.sender.sendID(ctx, chatID, threadID, replyTo, group, part, ""); err != nil {
 			if i > 0 {
 				// The user has the parts before it: say how far it got.
 				return &dispatch.PartError{Part: i + 1, Parts: len(parts), Err: err}
@@ -129,6 +136,24 @@ func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, tex
 		}
 	}
 	return nil
+}
+
+// parts cuts a reply into messages: rendered and split with its entities
+// when no parse_mode is set, else split as Markdown source.
+func (s *sender) parts(text string) []markdown.Part {
+	if s.parseMode == "" {
+		plain, ents := markdown.Telegram(text)
+		if plain != "" {
+			return markdown.Split(plain, ents, MaxMessageChars)
+		}
+		// Only Markdown that shows nothing (a link definition, say): send
+		// it as written rather than drop the reply.
+	}
+	var parts []markdown.Part
+	for _, p := range split.Split(text, MaxMessageChars) {
+		parts = append(parts, markdown.Part{Text: p})
+	}
+	return parts
 }
 
 // isGroup tells a group (or supergroup, or channel) by its id: Telegram
@@ -191,12 +216,22 @@ func (s *sender) pauseChat(chatID int64, d time.Duration) {
 // "". It returns an error only when Telegram will not take it: a bad
 // request, the bot blocked or removed, or retries used up.
 func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, group bool, text, markup string) error {
-	_, err := s.sendID(ctx, chatID, threadID, replyTo, group, text, markup)
+	_, err := s.sendID(ctx, chatID, threadID, replyTo, group, markdown.Part{Text: text}, markup)
 	return err
 }
 
-// sendID is send that returns the id of the message sent.
-func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, group bool, text, markup string) (int64, error) {
+// sendID is send of a part (with its entities, if any) that returns the id
+// of the message sent.
+func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, group bool, part markdown.Part, markup string) (int64, error) {
+	text := part.Text
+	entities := ""
+	if len(part.Entities) > 0 {
+		b, err := json.Marshal(part.Entities)
+		if err != nil {
+			return 0, fmt.Errorf("telegram send: %w", err)
+		}
+		entities = string(b)
+	}
 	s.mu.Lock()
 	if id, ok := s.newIDs[chatID]; ok {
 		chatID = id
@@ -211,7 +246,10 @@ func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, gr
 			return 0, fmt.Errorf("telegram send: %w", err)
 		}
 		p := messageParams(chatID, threadID, replyTo, text)
-		if parseMode != "" {
+		switch {
+		case entities != "":
+			p["entities"] = entities
+		case parseMode != "":
 			p["parse_mode"] = parseMode
 		}
 		if markup != "" {
@@ -240,6 +278,12 @@ func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, gr
 			// Formatting must never cost a reply: send it as plain text.
 			s.log.Warn().Int64("chatId", chatID).Str("parseMode", parseMode).Msg("telegram refused the formatting; resending as plain text")
 			parseMode = ""
+		case isAPI && te.Code == http.StatusBadRequest && entities != "" && strings.Contains(te.Message, "can't parse entities"):
+			// The renderer's entities follow Telegram's rules (tested against
+			// the fake); should Telegram still refuse them, the reply goes
+			// out as plain text rather than not at all.
+			s.log.Warn().Int64("chatId", chatID).Str("description", te.Message).Msg("telegram refused the entities; resending as plain text")
+			entities = ""
 		case isAPI && te.Code == http.StatusBadRequest && threadID != 0 && strings.Contains(te.Message, "thread not found"):
 			s.log.Warn().Int64("chatId", chatID).Int64("threadId", threadID).Msg("topic gone; sending to the chat itself")
 			threadID = 0

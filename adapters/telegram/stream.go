@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
@@ -184,7 +185,7 @@ func (s *replyStream) put(ctx context.Context, i int, text string, persist bool)
 		}
 		// The message was deleted (or is too old to edit): the part goes
 		// out anew in its place.
-		id, err := s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, text, "")
+		id, err := s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, markdown.Part{Text: text}, "")
 		if err != nil {
 			return err
 		}
@@ -194,7 +195,7 @@ func (s *replyStream) put(ctx context.Context, i int, text string, persist bool)
 	var id int64
 	var err error
 	if persist {
-		id, err = s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, text, "")
+		id, err = s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, markdown.Part{Text: text}, "")
 	} else {
 		id, err = s.a.sender.sendOnce(ctx, s.chatID, s.threadID, s.replyTo, text)
 	}

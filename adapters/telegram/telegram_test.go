@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/adapters/telegram"
@@ -112,39 +113,80 @@ func TestForumTopicsHaveTheirOwnHistoryAndReplies(t *testing.T) {
 	}
 }
 
-func TestLongReplyIsSplitWithFencesIntact(t *testing.T) {
+// longCodeReply is a model answer of about 9,000 characters whose Go code
+// block cannot fit in the message it starts in.
+func longCodeReply() string {
 	var long strings.Builder
 	for long.Len() < 6000 {
-		long.WriteString("Some explanation of the code that follows, line by line.\n\n")
+		long.WriteString("Some **explanation** of the code that follows, line by line.\n\n")
 	}
 	long.WriteString("```go\n")
 	for i := 0; long.Len() < 9000; i++ {
 		fmt.Fprintf(&long, "fmt.Println(%d) // a line of code in the block\n", i)
 	}
 	long.WriteString("```\nThat is all.")
-	reply := long.String()
-	e := newEnv(t, setup{model: func(r fakeopenai.Request) fakeopenai.Response {
+	return long.String()
+}
+
+// chatSendModel answers every prompt by calling chat_send with reply.
+func chatSendModel(reply string) fakeopenai.Handler {
+	return func(r fakeopenai.Request) fakeopenai.Response {
 		if len(r.ToolResults()) > 0 {
 			return fakeopenai.Response{}
 		}
 		b, _ := json.Marshal(map[string]string{"text": reply})
 		return fakeopenai.Response{ToolCalls: []fakeopenai.ToolCall{{Name: "chat_send", Arguments: string(b)}}}
-	}})
+	}
+}
+
+// TestLongReplyIsFormattedAndSplit: a long Markdown reply arrives as
+// formatted messages (entities, no "**" or fences), each within Telegram's
+// limit, and the code block cut between two messages is a Go code block
+// in both.
+func TestLongReplyIsFormattedAndSplit(t *testing.T) {
+	e := newEnv(t, setup{model: chatSendModel(longCodeReply())})
+	e.tg.Push(e.tg.PrivateText(5, "ann", "show me code"))
+	sent := e.waitSent(3)
+	goBlocks := 0
+	for i, s := range sent {
+		if n := len(utf16.Encode([]rune(s.Text))); n > telegram.MaxMessageChars || !utf8.ValidString(s.Text) {
+			t.Errorf("part %d: %d UTF-16 units", i, n)
+		}
+		if strings.Contains(s.Text, "```") || strings.Contains(s.Text, "**") || s.ParseMode != "" {
+			t.Errorf("part %d shows Markdown markers or uses parse_mode %q", i, s.ParseMode)
+		}
+		var ents []struct{ Type, Language string }
+		if err := json.Unmarshal([]byte(s.Params["entities"]), &ents); err != nil || len(ents) == 0 {
+			t.Fatalf("part %d: entities %q: %v", i, s.Params["entities"], err)
+		}
+		for _, en := range ents {
+			if en.Type == "pre" && en.Language == "go" {
+				goBlocks++
+			}
+		}
+	}
+	if goBlocks < 2 {
+		t.Errorf("the code block is a go pre block in %d parts, want the 2 it spans", goBlocks)
+	}
+	if got := len(e.tg.Sent()); got != 3 {
+		t.Errorf("%d parts, want 3", got)
+	}
+}
+
+// TestParseModeKeepsMarkdownAsWritten: with parse_mode configured, the
+// escape hatch, replies go out as the model wrote them, fences balanced.
+func TestParseModeKeepsMarkdownAsWritten(t *testing.T) {
+	e := newEnv(t, setup{model: chatSendModel(longCodeReply()),
+		opts: func(o *telegram.Options) { o.ParseMode = "Markdown" }})
 	e.tg.Push(e.tg.PrivateText(5, "ann", "show me code"))
 	sent := e.waitSent(3)
 	for i, s := range sent {
-		if n := utf8.RuneCountInString(s.Text); n > telegram.MaxMessageChars || !utf8.ValidString(s.Text) {
-			t.Errorf("part %d: %d characters", i, n)
-		}
-		if strings.Count(s.Text, "```")%2 != 0 {
-			t.Errorf("part %d has unbalanced fences:\n%s", i, s.Text)
+		if strings.Count(s.Text, "```")%2 != 0 || s.Params["entities"] != "" {
+			t.Errorf("part %d: unbalanced fences or entities sent:\n%s", i, s.Text)
 		}
 	}
 	if !strings.HasPrefix(sent[2].Text, "```go") && !strings.HasPrefix(sent[1].Text, "```go") {
 		t.Error("the continued code block does not reopen with its language")
-	}
-	if got := len(e.tg.Sent()); got != 3 {
-		t.Errorf("%d parts, want 3", got)
 	}
 }
 
