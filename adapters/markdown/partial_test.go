@@ -1,0 +1,79 @@
+package markdown
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPartialClosesOpenSpans: previews of a reply being written show the
+// formatting already, not the markers.
+func TestPartialClosesOpenSpans(t *testing.T) {
+	cases := []struct{ md, text, types string }{
+		{"Hello **wor", "Hello wor", "bold"},
+		{"use `fmt.Prin", "use fmt.Prin", "code"},
+		{"a *b **c", "a b c", "italic,bold"},
+		{"done **", "done", ""},
+		{"~~old~~ and ~~ne", "old and ne", "strikethrough,strikethrough"},
+		{"snake_case_na", "snake_case_na", ""},
+		{"2 * 3 = 6", "2 * 3 = 6", ""},
+		{"```go\nfunc ma", "func ma", "pre"},
+		{"**done** now", "done now", "bold"},
+		{"escaped \\*", "escaped *", ""},
+	}
+	for _, c := range cases {
+		text, ents := TelegramPartial(c.md)
+		var types []string
+		for _, e := range ents {
+			types = append(types, e.Type)
+		}
+		if text != c.text || strings.Join(types, ",") != c.types {
+			t.Errorf("%q: %q %v, want %q %s", c.md, text, types, c.text, c.types)
+		}
+		if err := Check(text, ents); err != nil {
+			t.Errorf("%q: %v", c.md, err)
+		}
+	}
+}
+
+// TestPartialPrefixesOfTheCorpus renders every prefix of the corpus (at
+// line and word ends, as streaming shows them): always valid entities, and
+// a complete answer renders as Telegram renders it.
+func TestPartialPrefixesOfTheCorpus(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.md")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := string(b)
+		for i := range len(md) {
+			if md[i] != ' ' && md[i] != '\n' {
+				continue
+			}
+			text, ents := TelegramPartial(md[:i])
+			if err := Check(text, ents); err != nil {
+				t.Fatalf("%s prefix %d: %v", f, i, err)
+			}
+		}
+		wt, we := Telegram(md)
+		pt, pe := TelegramPartial(md)
+		if wt != pt || len(we) != len(pe) {
+			t.Errorf("%s: complete answer renders differently as a preview", f)
+		}
+	}
+}
+
+// FuzzTelegramPartial: no prefix of any input breaks the entity rules.
+func FuzzTelegramPartial(f *testing.F) {
+	for _, s := range []string{"**a `b", "~~x *y _z", "\\**", "`` a ` b", "**\n\n**"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		text, ents := TelegramPartial(md)
+		if err := Check(text, ents); err != nil {
+			t.Fatalf("%q: %v", md, err)
+		}
+	})
+}
