@@ -125,7 +125,7 @@ func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, tex
 		return err
 	}
 	group := req.ChatType == "group" || req.ChatType == "supergroup"
-	parts := a.sender.parts(text)
+	parts := a.sender.parts(text, false)
 	for i, part := range parts {
 		if _, err := a.sender.sendID(ctx, chatID, threadID, replyTo, group, part, ""); err != nil {
 			if i > 0 {
@@ -139,10 +139,15 @@ func (a *Adapter) SendText(ctx context.Context, req dispatch.RequestContext, tex
 }
 
 // parts cuts a reply into messages: rendered and split with its entities
-// when no parse_mode is set, else split as Markdown source.
-func (s *sender) parts(text string) []markdown.Part {
+// when no parse_mode is set, else split as Markdown source. A preview
+// (partial) of a reply still being written has its open spans closed.
+func (s *sender) parts(text string, partial bool) []markdown.Part {
 	if s.parseMode == "" {
-		plain, ents := markdown.Telegram(text)
+		render := markdown.Telegram
+		if partial {
+			render = markdown.TelegramPartial
+		}
+		plain, ents := render(text)
 		if plain != "" {
 			return markdown.Split(plain, ents, MaxMessageChars)
 		}
@@ -223,15 +228,7 @@ func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, grou
 // sendID is send of a part (with its entities, if any) that returns the id
 // of the message sent.
 func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, group bool, part markdown.Part, markup string) (int64, error) {
-	text := part.Text
-	entities := ""
-	if len(part.Entities) > 0 {
-		b, err := json.Marshal(part.Entities)
-		if err != nil {
-			return 0, fmt.Errorf("telegram send: %w", err)
-		}
-		entities = string(b)
-	}
+	text, entities := part.Text, entitiesJSON(part.Entities)
 	s.mu.Lock()
 	if id, ok := s.newIDs[chatID]; ok {
 		chatID = id

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/markdown"
-	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
@@ -82,7 +82,13 @@ type replyStream struct {
 
 type shownPart struct {
 	id   int64
-	text string
+	text string // partKey of what it shows
+}
+
+// partKey tells two parts apart by their text and their formatting, as
+// Telegram does when it answers "message is not modified".
+func partKey(p markdown.Part) string {
+	return p.Text + "\x00" + entitiesJSON(p.Entities)
 }
 
 func (s *replyStream) Interval() time.Duration { return s.interval }
@@ -96,7 +102,7 @@ func (s *replyStream) Show(ctx context.Context, text string) ([]string, error) {
 			return s.ids(), &dispatch.RetryAfter{Wait: wait, Err: errPaced}
 		}
 	}
-	parts := split.Split(text, MaxMessageChars)
+	parts := s.a.sender.parts(text, true)
 	last := len(parts) - 1
 	for i, p := range parts {
 		var err error
@@ -116,7 +122,7 @@ func (s *replyStream) Show(ctx context.Context, text string) ([]string, error) {
 // Finish makes the chat hold exactly text: parts shown already are edited
 // where they differ, missing ones sent, left-over ones deleted.
 func (s *replyStream) Finish(ctx context.Context, text string) (dispatch.Delivery, error) {
-	parts := split.Split(text, MaxMessageChars)
+	parts := s.a.sender.parts(text, false)
 	if wait := time.Until(s.next); s.group && wait > 0 && s.changes(parts) {
 		// The finishing edit keeps the reply's pace in the group too. A
 		// reply not shown yet needs no wait: it goes out as one send.
@@ -142,7 +148,7 @@ func (s *replyStream) Finish(ctx context.Context, text string) (dispatch.Deliver
 
 // changes reports whether making the chat show parts edits or deletes a
 // message already shown.
-func (s *replyStream) changes(parts []string) bool {
+func (s *replyStream) changes(parts []markdown.Part) bool {
 	if len(s.parts) == 0 {
 		return false
 	}
@@ -150,7 +156,7 @@ func (s *replyStream) changes(parts []string) bool {
 		return true
 	}
 	for i, p := range s.parts {
-		if p.text != parts[i] {
+		if p.text != partKey(parts[i]) {
 			return true
 		}
 	}
@@ -169,40 +175,41 @@ func (s *replyStream) Abandon(ctx context.Context) error {
 // put makes part i of the reply show text: sent when it is not in the chat
 // yet, edited when it shows something else. persist retries as a send
 // does (the final text); otherwise one attempt is made.
-func (s *replyStream) put(ctx context.Context, i int, text string, persist bool) error {
+func (s *replyStream) put(ctx context.Context, i int, part markdown.Part, persist bool) error {
+	key := partKey(part)
 	if i < len(s.parts) {
 		p := &s.parts[i]
-		if p.text == text {
+		if p.text == key {
 			return nil
 		}
-		err := s.a.sender.call(ctx, s.chatID, "editMessageText", s.editParams(p.id, text), persist)
+		err := s.a.sender.call(ctx, s.chatID, "editMessageText", s.editParams(p.id, part), persist)
 		switch {
 		case err == nil:
-			p.text = text
+			p.text = key
 			return nil
 		case !persist || !gone(err):
 			return err
 		}
 		// The message was deleted (or is too old to edit): the part goes
 		// out anew in its place.
-		id, err := s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, markdown.Part{Text: text}, "")
+		id, err := s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, part, "")
 		if err != nil {
 			return err
 		}
-		*p = shownPart{id: id, text: text}
+		*p = shownPart{id: id, text: key}
 		return nil
 	}
 	var id int64
 	var err error
 	if persist {
-		id, err = s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, markdown.Part{Text: text}, "")
+		id, err = s.a.sender.sendID(ctx, s.chatID, s.threadID, s.replyTo, s.group, part, "")
 	} else {
-		id, err = s.a.sender.sendOnce(ctx, s.chatID, s.threadID, s.replyTo, text)
+		id, err = s.a.sender.sendOnce(ctx, s.chatID, s.threadID, s.replyTo, part)
 	}
 	if err != nil {
 		return err
 	}
-	s.parts = append(s.parts, shownPart{id: id, text: text})
+	s.parts = append(s.parts, shownPart{id: id, text: key})
 	return nil
 }
 
@@ -221,12 +228,15 @@ func (s *replyStream) ids() []string {
 	return out
 }
 
-func (s *replyStream) editParams(id int64, text string) tgbotapi.Params {
-	return tgbotapi.Params{"chat_id": strconv.FormatInt(s.chatID, 10), "message_id": strconv.FormatInt(id, 10), "text": text}
+func (s *replyStream) editParams(id int64, part markdown.Part) tgbotapi.Params {
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(s.chatID, 10), "message_id": strconv.FormatInt(id, 10), "text": part.Text}
+	withEntities(p, part)
+	return p
 }
 
-func (s *replyStream) draftParams(text string) tgbotapi.Params {
-	p := tgbotapi.Params{"chat_id": strconv.FormatInt(s.chatID, 10), "draft_id": strconv.FormatInt(s.draftID, 10), "text": text}
+func (s *replyStream) draftParams(part markdown.Part) tgbotapi.Params {
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(s.chatID, 10), "draft_id": strconv.FormatInt(s.draftID, 10), "text": part.Text}
+	withEntities(p, part)
 	if s.threadID != 0 {
 		p["message_thread_id"] = strconv.FormatInt(s.threadID, 10)
 	}
@@ -242,9 +252,11 @@ func gone(err error) bool {
 
 // sendOnce sends a message with one attempt, for a preview: a 429 comes
 // back as *dispatch.RetryAfter and pauses the chat.
-func (s *sender) sendOnce(ctx context.Context, chatID, threadID, replyTo int64, text string) (int64, error) {
+func (s *sender) sendOnce(ctx context.Context, chatID, threadID, replyTo int64, part markdown.Part) (int64, error) {
 	var id int64
-	err := s.callResult(ctx, chatID, "sendMessage", messageParams(chatID, threadID, replyTo, text), false,
+	p := messageParams(chatID, threadID, replyTo, part.Text)
+	withEntities(p, part)
+	err := s.callResult(ctx, chatID, "sendMessage", p, false,
 		func(res []byte) { id = messageID(res) })
 	return id, err
 }
@@ -259,7 +271,7 @@ func (s *sender) call(ctx context.Context, chatID int64, method string, p tgbota
 }
 
 func (s *sender) callResult(ctx context.Context, chatID int64, method string, p tgbotapi.Params, persist bool, got func([]byte)) error {
-	if _, hasText := p["text"]; hasText && s.parseMode != "" && method != "sendChatAction" {
+	if _, hasText := p["text"]; hasText && s.parseMode != "" && p["entities"] == "" && method != "sendChatAction" {
 		p["parse_mode"] = s.parseMode
 	}
 	for attempt := 1; ; attempt++ {
@@ -302,6 +314,10 @@ func (s *sender) callResult(ctx context.Context, chatID int64, method string, p 
 		case isAPI && te.Code == http.StatusBadRequest && p["parse_mode"] != "" && strings.Contains(te.Message, "can't parse entities"):
 			// A reply cut mid-way often has unclosed markup: show it plain.
 			delete(p, "parse_mode")
+		case isAPI && te.Code == http.StatusBadRequest && p["entities"] != "" && strings.Contains(te.Message, "can't parse entities"):
+			// Never expected (the renderer follows Telegram's rules); the
+			// text still shows, plain.
+			delete(p, "entities")
 		case isAPI && te.Code < 500:
 			return err
 		default: // 5xx, network
@@ -344,4 +360,20 @@ func (s *sender) sleepPause(ctx context.Context, chatID int64) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// withEntities adds part's entities to p, when it has any.
+func withEntities(p tgbotapi.Params, part markdown.Part) {
+	if len(part.Entities) > 0 {
+		p["entities"] = entitiesJSON(part.Entities)
+	}
+}
+
+// entitiesJSON is the "entities" parameter for ents ("" for none).
+func entitiesJSON(ents []markdown.Entity) string {
+	if len(ents) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ents) // strings and ints only: cannot fail
+	return string(b)
 }

@@ -33,7 +33,7 @@ func TestE2EGroupBudgetThreeTopics(t *testing.T) {
 	if err := tg.WaitPolling(ctx); err != nil {
 		t.Fatal(err)
 	}
-	full := longText(1200)
+	full := shownText(longText(1200))
 	topics := []int64{11, 12, 13}
 	for i, topic := range topics {
 		tg.Push(tg.TopicText(group, topic, 70+int64(i), "user", tg.Mention()+" write 1200 slowly"))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/internal/faketelegram"
 )
@@ -71,6 +72,13 @@ func longText(n int) string {
 	return strings.TrimSpace(b.String())
 }
 
+// shownText is md as a Telegram client shows it: ship renders the model's
+// Markdown into text and entities.
+func shownText(md string) string {
+	text, _ := markdown.Telegram(md)
+	return text
+}
+
 func startStreamingShip(t *testing.T, token string) (*faketelegram.Server, *shipProc, string, []string) {
 	t.Helper()
 	tg := startTelegram(t, token)
@@ -123,7 +131,7 @@ func TestE2EStreamedRepliesOnTelegram(t *testing.T) {
 	if err := tg.WaitPolling(ctx); err != nil {
 		t.Fatal(err)
 	}
-	full := longText(1200)
+	full := shownText(longText(1200))
 	tg.Push(tg.PrivateText(77, "ann", "write 1200"))
 	asked := tg.TopicText(group, topic, 78, "bob", tg.Mention()+" write 1200")
 	tg.Push(asked)
@@ -225,7 +233,7 @@ func TestE2EStreamingWaitsOutFloodControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg.FailNext("editMessageText", 1, faketelegram.Failure{ErrorCode: 429, RetryAfter: 2})
-	full := longText(1200)
+	full := shownText(longText(1200))
 	tg.Push(tg.TopicText(group, topic, 78, "bob", tg.Mention()+" write 1200"))
 	shown := waitShown(ctx, t, tg, group, topic, endsWith(full))
 	if len(shown) != 1 {
@@ -253,8 +261,8 @@ func TestE2EStreamingWaitsOutFloodControl(t *testing.T) {
 }
 
 // TestE2ELongStreamedReplySplits: a 10,000-character reply written slowly
-// ends as three messages, each within Telegram's limit and with its code
-// fences balanced, in a topic and in a private chat.
+// ends as three messages, each within Telegram's limit, formatted (no
+// code fences shown), every line once, in a topic and in a private chat.
 func TestE2ELongStreamedReplySplits(t *testing.T) {
 	const group, topic = int64(-100902), int64(3)
 	tg, p, _, _ := startStreamingShip(t, "4242:e2e-stream-long")
@@ -263,7 +271,7 @@ func TestE2ELongStreamedReplySplits(t *testing.T) {
 	if err := tg.WaitPolling(ctx); err != nil {
 		t.Fatal(err)
 	}
-	full := longText(10_000)
+	full := shownText(longText(10_000))
 	tg.Push(tg.TopicText(group, topic, 78, "bob", tg.Mention()+" write 10000"))
 	tg.Push(tg.PrivateText(79, "cy", "write 10000"))
 	complete := func(s []faketelegram.Sent) bool {
@@ -315,7 +323,7 @@ func TestE2EKilledMidStreamEndsWithOneReply(t *testing.T) {
 	if err := tg.WaitPolling(ctx); err != nil {
 		t.Fatal(err)
 	}
-	full := longText(3000)
+	full := shownText(longText(3000))
 	tg.Push(tg.TopicText(group, topic, 78, "bob", tg.Mention()+" write 3000 slowly"))
 	tg.Push(tg.PrivateText(80, "di", "write 3000 slowly"))
 	// Mid-stream: the topic's message has been edited (so the journal holds
