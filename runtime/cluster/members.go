@@ -116,9 +116,20 @@ func (n *Node) alive(ctx context.Context, name, boot string) (bool, error) {
 }
 
 // eachValue calls fn with the decoded current value of every key of kv
-// matching filter, all read by one watcher: listing the keys and then
-// getting each took a round trip per key.
+// matching filter (values that do not decode are skipped).
 func eachValue[T any](ctx context.Context, kv jetstream.KeyValue, filter string, fn func(key string, v T)) error {
+	return eachEntry(ctx, kv, filter, func(e jetstream.KeyValueEntry) {
+		var v T
+		if json.Unmarshal(e.Value(), &v) == nil {
+			fn(e.Key(), v)
+		}
+	})
+}
+
+// eachEntry calls fn with the current entry of every key of kv matching
+// filter, all read by one watcher: listing the keys and then getting each
+// took a round trip per key.
+func eachEntry(ctx context.Context, kv jetstream.KeyValue, filter string, fn func(e jetstream.KeyValueEntry)) error {
 	w, err := kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
@@ -130,10 +141,7 @@ func eachValue[T any](ctx context.Context, kv jetstream.KeyValue, filter string,
 			if e == nil { // every current value has come
 				return nil
 			}
-			var v T
-			if json.Unmarshal(e.Value(), &v) == nil {
-				fn(e.Key(), v)
-			}
+			fn(e)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

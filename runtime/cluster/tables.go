@@ -108,26 +108,12 @@ func (t *table) List(ctx context.Context) ([]records.Record, error) {
 	var out []records.Record
 	err := retryHot(ctx, t.n, "listing shared records", func(ctx context.Context) error {
 		out = out[:0]
-		w, err := t.n.state.Watch(ctx, t.prefix+">", jetstream.IgnoreDeletes())
-		if err != nil {
-			return err
-		}
-		defer func() { _ = w.Stop() }()
-		for {
-			select {
-			case e := <-w.Updates():
-				if e == nil {
-					return nil
-				}
-				raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(e.Key(), t.prefix))
-				if err != nil {
-					continue // not written by a table
-				}
+		return eachEntry(ctx, t.n.state, t.prefix+">", func(e jetstream.KeyValueEntry) {
+			raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(e.Key(), t.prefix))
+			if err == nil { // else not written by a table
 				out = append(out, records.Record{Key: string(raw), Value: e.Value(), Rev: e.Revision()})
-			case <-ctx.Done():
-				return ctx.Err()
 			}
-		}
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing shared records: %w", err)
