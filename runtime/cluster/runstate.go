@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shipmyagent/ship/runtime/journal"
+	"github.com/shipmyagent/ship/runtime/records"
 )
 
 // wireVersion is the version of what replicas hand each other: queue
@@ -42,7 +43,8 @@ type runState struct {
 	extra map[string]json.RawMessage
 }
 
-var runStateFields = map[string]bool{"v": true, "attempts": true, "sends": true, "streamed": true, "lease": true, "holder": true}
+// runStateFields are the fields this version of runState knows.
+var runStateFields = []string{"v", "attempts", "sends", "streamed", "lease", "holder"}
 
 // UnmarshalJSON keeps the fields this version does not know.
 func (s *runState) UnmarshalJSON(b []byte) error {
@@ -51,19 +53,12 @@ func (s *runState) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
+	extra, err := records.UnknownFields(b, runStateFields...)
+	if err != nil {
 		return err
 	}
-	for k := range all {
-		if runStateFields[k] {
-			delete(all, k)
-		}
-	}
 	*s = runState(p)
-	if len(all) > 0 {
-		s.extra = all
-	}
+	s.extra = extra
 	return nil
 }
 
@@ -71,19 +66,10 @@ func (s *runState) UnmarshalJSON(b []byte) error {
 func (s runState) MarshalJSON() ([]byte, error) {
 	type plain runState
 	b, err := json.Marshal(plain(s))
-	if err != nil || len(s.extra) == 0 {
-		return b, err
-	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	for k, v := range s.extra {
-		if _, known := all[k]; !known {
-			all[k] = v
-		}
-	}
-	return json.Marshal(all)
+	return records.WithUnknown(b, s.extra)
 }
 
 // readRunState reads an item's run state from the stream leader into fl,
@@ -91,16 +77,7 @@ func (s runState) MarshalJSON() ([]byte, error) {
 // "no state" after an error could run again an item whose reply went out.
 // A record that cannot be decoded counts as a send intent (in doubt).
 func (q *Queue) readRunState(ctx context.Context, id string, fl *inflight) error {
-	var v kvValue
-	err := retry(ctx, q.n.log, "reading a run's state", func(ctx context.Context) error {
-		var err error
-		v, err = q.n.leaderGet(ctx, bucketRuns, token(id))
-		if errors.Is(err, errNoValue) {
-			v = kvValue{}
-			return nil
-		}
-		return err
-	})
+	v, err := q.runStateOf(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -113,6 +90,22 @@ func (q *Queue) readRunState(ctx context.Context, id string, fl *inflight) error
 		fl.state = runState{Sends: 1}
 	}
 	return nil
+}
+
+// runStateOf reads an item's run state record from the stream leader,
+// retrying until ctx ends; a zero kvValue (rev 0) means there is none.
+func (q *Queue) runStateOf(ctx context.Context, id string) (kvValue, error) {
+	var v kvValue
+	err := retry(ctx, q.n.log, "reading a run's state", func(ctx context.Context) error {
+		var err error
+		v, err = q.n.leaderGet(ctx, bucketRuns, token(id))
+		if errors.Is(err, errNoValue) {
+			v = kvValue{}
+			return nil
+		}
+		return err
+	})
+	return v, err
 }
 
 // Start implements journal.Recorder.
@@ -188,16 +181,8 @@ func (q *Queue) record(id string, starting bool, change func(*runState)) error {
 			return err
 		}
 		// Someone wrote since this replica read: find out who.
-		var cur kvValue
-		if err := retry(ctx, q.n.log, "reading a run's state", func(ctx context.Context) error {
-			var err error
-			cur, err = q.n.leaderGet(ctx, bucketRuns, token(id))
-			if errors.Is(err, errNoValue) {
-				cur = kvValue{}
-				return nil
-			}
-			return err
-		}); err != nil {
+		cur, err := q.runStateOf(ctx, id)
+		if err != nil {
 			return err
 		}
 		var found runState

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/records"
@@ -32,42 +31,30 @@ type record struct {
 	extra map[string]json.RawMessage
 }
 
+// recordFields are the fields of a shared record this version knows.
+var recordFields = []string{"v", "lastSlot", "lastRun", "lastRunId", "lastStatus", "lastResult", "lastEnded"}
+
 // decodeRecord reads a shared record.
 func decodeRecord(b []byte) (record, error) {
 	var r record
 	if err := json.Unmarshal(b, &r.TaskState); err != nil {
 		return r, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return r, err
-	}
-	for _, k := range []string{"v", "lastSlot", "lastRun", "lastRunId", "lastStatus", "lastResult", "lastEnded"} {
-		delete(all, k)
-	}
-	if len(all) > 0 {
-		r.extra = all
-	}
-	return r, nil
+	extra, err := records.UnknownFields(b, recordFields...)
+	r.extra = extra
+	return r, err
 }
 
 // encode writes the record with this version's "v" and the kept fields.
 func (r record) encode() ([]byte, error) {
-	b, err := json.Marshal(r.TaskState)
+	b, err := json.Marshal(struct {
+		V int `json:"v"`
+		TaskState
+	}{recordVersion, r.TaskState})
 	if err != nil {
 		return nil, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return nil, err
-	}
-	all["v"] = json.RawMessage(strconv.Itoa(recordVersion))
-	for k, v := range r.extra {
-		if _, known := all[k]; !known {
-			all[k] = v
-		}
-	}
-	return json.Marshal(all)
+	return records.WithUnknown(b, r.extra)
 }
 
 // readShared reads every task's record (cluster mode).
