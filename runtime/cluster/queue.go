@@ -233,7 +233,7 @@ func (q *Queue) awaitOutcome(id string, onDone func(ingress.Outcome)) (*nats.Sub
 // started because this replica stops is not an outcome: the item stays in
 // the stream and another replica runs it.
 func (q *Queue) publishOutcome(id string, o ingress.Outcome) {
-	if errors.Is(o.Err, queue.ErrQueueStopped) || errors.Is(o.Err, journal.ErrFenced) || errors.Is(o.Err, journal.ErrInDoubt) {
+	if errors.Is(o.Err, queue.ErrQueueStopped) || journal.NotOurs(o.Err) {
 		// Not this replica's to tell: the replica that runs (or ran) the
 		// item publishes its outcome.
 		return

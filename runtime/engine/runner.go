@@ -62,7 +62,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	journaled := job.Journaled && r.Journal != nil
 	if journaled {
 		if err := r.Journal.Start(item.ID); err != nil {
-			if notOurs(err) {
+			if journal.NotOurs(err) {
 				r.leave(item, err, log)
 				return
 			}
@@ -97,7 +97,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		}
 	}
 	refused, undelivered := refusals.Unresolved()
-	if undelivered && notOurs(refused.Err) {
+	if undelivered && journal.NotOurs(refused.Err) {
 		// The run went on while another replica took the message over:
 		// that one answers, and says how it went.
 		log.Warn().Err(refused.Err).Msg("run ended here without sending; another replica answers this message")
@@ -129,15 +129,8 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	}
 }
 
-// notOurs says a run's record was refused because the message is another
-// replica's now (journal.ErrFenced), or may have been answered by one
-// (journal.ErrInDoubt): nothing more may be sent for it from here.
-func notOurs(err error) bool {
-	return errors.Is(err, journal.ErrFenced) || errors.Is(err, journal.ErrInDoubt)
-}
-
 // leave gives up a run before it starts because it is not this process's
-// to make (notOurs): the item is forgotten here, and its waiter hears
+// to make (journal.NotOurs): the item is forgotten here, and its waiter hears
 // nothing from this replica (the cluster queue passes no such outcome on).
 func (r *Runner) leave(item queue.Item[ingress.Job], why error, log zerolog.Logger) {
 	if errors.Is(why, journal.ErrInDoubt) {

@@ -76,6 +76,12 @@ var (
 	ErrInDoubt = errors.New("a reply to this message may have gone out from another replica")
 )
 
+// NotOurs says err means the run is not this process's to make or to end
+// (ErrFenced or ErrInDoubt): it sends nothing and reports no outcome.
+func NotOurs(err error) bool {
+	return errors.Is(err, ErrFenced) || errors.Is(err, ErrInDoubt)
+}
+
 // Recorder is what a run keeps up to date while it goes: the file Journal,
 // or in cluster mode the run state the replicas share in JetStream.
 type Recorder interface {
