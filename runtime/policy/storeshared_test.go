@@ -149,3 +149,26 @@ func TestSharedStoreIsBounded(t *testing.T) {
 		t.Errorf("request over the limit: %v", err)
 	}
 }
+
+// Across replicas the approval rules are the same as in one process: an
+// approver in another chat, or the requester without the role, cannot
+// approve on the other replica; no grant comes of it.
+func TestSharedApprovalRefusesTheWrongChatAndTheRequester(t *testing.T) {
+	a, b, _ := twoReplicas(t, Options{})
+	req, err := a.Request(ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Approve(req.Code, Approver{Identity: admin.Identity, ChatKey: chatB, MayApprove: true}); !errors.Is(err, ErrWrongChat) {
+		t.Errorf("an approver in another chat: %v", err)
+	}
+	if _, _, err := b.Approve(req.Code, Approver{Identity: ask.Identity, ChatKey: chatA}); !errors.Is(err, ErrNotApprover) {
+		t.Errorf("the requester without the role: %v", err)
+	}
+	if _, ok, _ := a.UseGrant(chatA, ask.Tool, ask.ArgsJSON); ok {
+		t.Error("a refused approval left a grant")
+	}
+	if p := a.Pending(chatA); len(p) != 1 {
+		t.Errorf("refused approvals changed what waits: %+v", p)
+	}
+}
