@@ -26,6 +26,9 @@ type Run struct {
 	// Limits is what the run's own tools may tighten (a skill's
 	// allowed-tools; policy.RunLimits); nil outside a governed run.
 	Limits RunLimiter
+	// Watcher hears of the files and questions the run shows its chat;
+	// nil when nobody listens.
+	Watcher Watcher
 	// Scope is the tool policy's view of the run, set and read by the
 	// engine's governor; Exec is the state tools act on, set and read by
 	// the agent (agent.ToolExecutionContext). Their types belong to those

@@ -32,9 +32,28 @@ type Result struct {
 	Delivered bool `json:"-"`
 	// Usage adds up the tokens the provider reported (zero when it did not).
 	Usage Usage `json:"-"`
+	// Artifacts are the files the run sent into its chat, in order.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 }
 
 // Usage counts tokens over a run's model calls.
 type Usage struct {
 	PromptTokens, CompletionTokens int
+}
+
+// Artifact is a file a run sent into its chat (chat_send_file): what the
+// event stream, /api/execute and the chat log tell about it. The bytes are
+// the copy ship kept under .ship/files when it sent them, so a download
+// gets what the chat got even if the original changes.
+type Artifact struct {
+	Name string `json:"name"`
+	// Kind is media's: image, video, audio, voice or file.
+	Kind  string `json:"kind"`
+	MIME  string `json:"mime"`
+	Bytes int64  `json:"bytes"`
+	// Path is the kept copy, relative to the project folder with forward
+	// slashes (".ship/files/telegram_chat_42/out-…-chart.png").
+	Path string `json:"path"`
+	// FileID is the platform's id of the sent file, where it gives one.
+	FileID string `json:"fileId,omitempty"`
 }
