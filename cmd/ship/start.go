@@ -26,6 +26,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/runtime/tasks"
 	"github.com/shipmyagent/ship/server"
@@ -104,6 +105,9 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	cfg = rep.shareFiles(cfg)
 	p.book = rep.contacts(p.book)
 	p.taskRecords = rep.taskRecords()
+	if p.questions, err = rep.questions(cfg); err != nil {
+		return err
+	}
 	eng, err := engine.New(rep.engineOptions(p.engineOptions(cfg, log)))
 	if err != nil {
 		rep.closeUnused()
@@ -180,6 +184,8 @@ type parts struct {
 	// taskRecords, in cluster mode, holds the tasks' slots and runs
 	// (task_list reads them there); nil alone.
 	taskRecords records.Table
+	// questions keeps what chat_ask asked until it is answered.
+	questions *questions.Store
 }
 
 func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
@@ -210,7 +216,8 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 // engineOptions is the engine as ship.json sets it up.
 func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Options {
 	return engine.Options{
-		Tools:         toolsFor(cfg, p.book, p.shell, p.taskRecords, log, p.skillTools...),
+		Tools:         toolsFor(cfg, p, log),
+		Questions:     p.questions,
 		Observe:       p.book.Learn,
 		Toolboxes:     p.mcp.toolboxes(),
 		Redact:        p.shell.Redact,
@@ -377,13 +384,14 @@ func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
 // toolsFor returns the tools the model may be offered: the chat tools,
 // the contact tools, extra (the skills), the task tools, and shell when
 // ship.json switches it on (the policy then decides who may run what).
-func toolsFor(cfg config.Config, book *contacts.Book, shell *tools.ExecShell, taskRecords records.Table, log zerolog.Logger, extra ...agent.Tool) func(chat.Log, *dispatch.Deliverer) []agent.Tool {
+func toolsFor(cfg config.Config, p parts, log zerolog.Logger) func(chat.Log, *dispatch.Deliverer) []agent.Tool {
 	return func(store chat.Log, d *dispatch.Deliverer) []agent.Tool {
-		ts := append(tools.Default(store, d), tools.Contacts(book, d)...)
-		ts = append(ts, extra...)
-		ts = append(ts, taskTools(cfg, taskRecords)...)
+		ts := append(tools.Default(store, d), tools.Contacts(p.book, d)...)
+		ts = append(ts, chatShowTools(cfg, p.questions, d)...)
+		ts = append(ts, p.skillTools...)
+		ts = append(ts, taskTools(cfg, p.taskRecords)...)
 		if cfg.Tools.Exec.Enabled {
-			ts = append(ts, shell)
+			ts = append(ts, p.shell)
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")
 		}
 		return ts

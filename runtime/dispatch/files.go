@@ -202,3 +202,17 @@ func NoteAsked(ctx context.Context, q Question) {
 func WithWatcher(ctx context.Context, w Watcher) context.Context {
 	return with(ctx, func(r *Run) { r.Watcher = w })
 }
+
+// FilesURLPrefix is where the HTTP API serves the files under
+// .ship/files (GET /api/files/<path under .ship/files>).
+const FilesURLPrefix = "/api/files/"
+
+// FileURL is the download URL of a file kept under .ship/files (path
+// relative to the project folder), "" for one kept elsewhere.
+func FileURL(path string) string {
+	rest, ok := strings.CutPrefix(path, ".ship/files/")
+	if !ok || rest == "" {
+		return ""
+	}
+	return FilesURLPrefix + rest
+}

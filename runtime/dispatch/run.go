@@ -26,6 +26,10 @@ type Run struct {
 	// Limits is what the run's own tools may tighten (a skill's
 	// allowed-tools; policy.RunLimits); nil outside a governed run.
 	Limits RunLimiter
+	// Identity is who the run acts for in the tool policy
+	// ("telegram:42", "api:ci-bot", "scheduler:daily"); "" outside a
+	// governed run.
+	Identity string
 	// Watcher hears of the files and questions the run shows its chat;
 	// nil when nobody listens.
 	Watcher Watcher

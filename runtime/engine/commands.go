@@ -33,6 +33,8 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 		return e.modelCommand(ctx, args, req), true
 	case "status":
 		return e.status(ctx, req.ChatKey), true
+	case dispatch.AnswerCommand:
+		return e.answerCommand(ctx, args, req), true
 	case "approve", "deny":
 		return e.answerApproval(ctx, strings.EqualFold(name, "approve"), args, req), true
 	case "clear":

@@ -9,6 +9,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
 
@@ -34,6 +35,14 @@ type Door interface {
 	// (which take this same call). A refusal is a *RefusalError saying
 	// why nothing happened; ErrApprovalsOff when ship keeps no approvals.
 	Decide(ctx context.Context, code string, approve bool, by Decider) error
+	// Answer takes choice (from 1) as by's answer to the question id that
+	// the ask tool asked, with the rules of a button press in the chat
+	// (which takes this same path): once, from the person asked (or,
+	// when the question says so, anyone in its chat), before it expires.
+	// The answer becomes a new turn in the question's chat. reply says
+	// what happened in the words a chat gets; a refusal is a
+	// *RefusalError, ErrQuestionsOff when ship keeps no questions.
+	Answer(ctx context.Context, id string, choice int, by questions.Answerer) (reply string, err error)
 }
 
 // View is what the HTTP API and the console may read of ship's core:
@@ -71,6 +80,9 @@ type View interface {
 	// ChatModel is the model chatKey uses now (its /model choice or the
 	// default).
 	ChatModel(ctx context.Context, chatKey string) models.Model
+	// Questions lists the questions of chatKey that still take answers,
+	// newest first.
+	Questions(ctx context.Context, chatKey string) ([]dispatch.Question, error)
 }
 
 // The Engine is both: the binary hands it to the server as each.
@@ -82,6 +94,7 @@ var (
 // Submit is the front door (ingress.Ingress.Submit) for every source that
 // is not a platform; platforms use Accept.
 func (e *Engine) Submit(ctx context.Context, s ingress.Submission) (ingress.Ticket, error) {
+	e.takeNumberedAnswer(&s)
 	return e.ingress.Submit(ctx, s)
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
 )
@@ -77,6 +78,9 @@ type Options struct {
 	PromptSections []func() string
 	// Observe sees every message once it is logged (the contacts book).
 	Observe func(ctx context.Context, s ingress.Submission)
+	// Questions keeps the questions the ask tool asks; nil: /answer and
+	// numbered answers are not taken.
+	Questions *questions.Store
 	// Redact hides known secret values in what the chat log keeps of tool
 	// calls; nil keeps the text.
 	Redact func(string) string
@@ -133,7 +137,8 @@ type Engine struct {
 	log       zerolog.Logger
 	recovered []journal.Item
 
-	gov *governor
+	gov       *governor
+	questions *questions.Store // nil without Options.Questions
 
 	picker     *modelPicker
 	switchRule string // llm.switch
@@ -204,7 +209,7 @@ func New(opts Options) (*Engine, error) {
 			Shared: opts.Shared, Claims: opts.Claims, OnRefused: refusedEvent(bus),
 		}),
 		journal: st.journal, runs: st.runs, model: opts.ModelName, log: opts.Logger, recovered: st.recovered, gov: gov,
-		picker: picker, switchRule: switchRule,
+		picker: picker, switchRule: switchRule, questions: opts.Questions,
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	var sweepCtx context.Context
@@ -225,6 +230,7 @@ func (e *Engine) Register(channel string, d dispatch.Dispatcher) { e.registry.Re
 // acknowledged either way, and a re-delivery of it is then a duplicate.
 func (e *Engine) Accept(ctx context.Context, s ingress.Submission) (ingress.Ticket, error) {
 	s.Once, s.KeepRefused = true, true
+	e.takeNumberedAnswer(&s)
 	return e.ingress.Submit(ctx, s)
 }
 

@@ -88,6 +88,7 @@ func (g *governor) begin(run *dispatch.Run, job ingress.Job) {
 		who = identity(job.Route)
 	}
 	run.Limits = limits
+	run.Identity = who
 	run.Scope = runScope{
 		policy:    g.current(),
 		subject:   policy.Subject{Identity: who, ChatKey: job.Route.ChatKey},

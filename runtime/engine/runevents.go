@@ -32,6 +32,7 @@ type runEvents struct {
 	calls    map[int]int             // tool_call events seen per step
 	shown    map[string]bool         // texts already sent as content
 	retried  map[int]int             // model calls made again, per step
+	arts     []dispatch.Artifact     // files the run sent
 }
 
 type replyStream struct {
@@ -275,4 +276,30 @@ func refusedEvent(bus *events.Bus) func(context.Context, ingress.Submission, err
 		bus.Publish(events.Event{Type: events.TypeError, TaskID: s.ID, ChatKey: s.ChatKey, Channel: req.Channel,
 			UserMessageID: s.Message.MessageID, ErrorCode: code, ErrorMessage: "not answered: " + err.Error()})
 	}
+}
+
+// Artifact implements dispatch.Watcher: a file the run sent is an
+// artifact event, and is listed in the run's result.
+func (r *runEvents) Artifact(a dispatch.Artifact) {
+	r.mu.Lock()
+	r.arts = append(r.arts, a)
+	r.mu.Unlock()
+	r.publish(events.Event{Type: events.TypeArtifact, Artifact: &events.Artifact{
+		Name: a.Name, Kind: a.Kind, MIME: a.MIME, Size: a.Bytes, URL: a.URL, FileID: a.FileID,
+	}})
+}
+
+// Asked implements dispatch.Watcher: a question the run asked is a ui
+// event, which a client shows as buttons.
+func (r *runEvents) Asked(q dispatch.Question) {
+	r.publish(events.Event{Type: events.TypeUI, UI: &events.UI{
+		Kind: "choice", QuestionID: q.ID, Question: q.Text, Choices: q.Choices, Anyone: q.Anyone, ExpiresAt: q.Expires,
+	}})
+}
+
+// artifacts are the files the run sent so far.
+func (r *runEvents) artifacts() []dispatch.Artifact {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]dispatch.Artifact(nil), r.arts...)
 }

@@ -55,7 +55,8 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	ctx = log.WithContext(ctx)
 	// The run's state, in one value the context carries (dispatch.Run).
 	refusals := &dispatch.Refusals{}
-	run := dispatch.Run{Request: job.Route, Refusals: refusals}
+	ev := newRunEvents(r.Events, item, r.Redact)
+	run := dispatch.Run{Request: job.Route, Refusals: refusals, Watcher: ev}
 	if r.gov != nil {
 		r.gov.begin(&run, job)
 	}
@@ -80,12 +81,12 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	ctx = dispatch.WithLive(ctx, live)
 
 	started := time.Now()
-	ev := newRunEvents(r.Events, item, r.Redact)
 	ev.started(job.Text)
 	if job.Notice != "" {
 		r.notice(ctx, job, log)
 	}
 	out := r.run(ctx, item, ev, live, log)
+	out.Result.Artifacts = ev.artifacts()
 	// A run cut short by shutdown leaves what it showed for its resumed
 	// run to take over.
 	live.Close(ctx, journaled && errors.Is(ctx.Err(), context.Canceled))

@@ -5,6 +5,7 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 // Event types of the stream; their names are a contract with clients.
@@ -25,6 +26,12 @@ const (
 	TypeToolError        = "tool_error"
 	TypeApprovalRequired = "approval_required"
 	TypePolicyRejected   = "policy_rejected"
+
+	// What a run shows besides text: a file it sent into its chat
+	// (artifact), a question with choices it asked there (ui, seed 004's
+	// name for an interaction the client renders).
+	TypeArtifact = "artifact"
+	TypeUI       = "ui"
 )
 
 // Event is one event of a run. Which fields are sent depends on Type; see
@@ -66,6 +73,33 @@ type Event struct {
 	ApprovalCode string
 	// Replica is the replica whose run sent the event (cluster mode).
 	Replica string
+
+	Artifact *Artifact // artifact
+	UI       *UI       // ui
+}
+
+// Artifact is a file a run sent into its chat, as the artifact event
+// tells it: URL downloads it with the API's token.
+type Artifact struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	MIME   string `json:"mimeType"`
+	Size   int64  `json:"size"`
+	URL    string `json:"url"`
+	FileID string `json:"fileId,omitempty"`
+}
+
+// UI is a question with choices a run asked in its chat (the ui event):
+// a client shows the choices and answers with one of them (POST
+// /api/questions/{questionId}/answer) or the person types its number.
+type UI struct {
+	Kind       string   `json:"kind"` // "choice"
+	QuestionID string   `json:"questionId"`
+	Question   string   `json:"question"`
+	Choices    []string `json:"choices"`
+	// Anyone says anyone in the chat may answer, not only who was asked.
+	Anyone    bool  `json:"anyone"`
+	ExpiresAt int64 `json:"expiresAt"` // ms since the Unix epoch
 }
 
 // InvokeResult is the outcome of an ability call, in the stream's union
@@ -134,8 +168,38 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		opt("output", e.Output)
 		opt("reason", e.Reason)
 		opt("approvalCode", e.ApprovalCode)
+	case TypeArtifact:
+		opt("requestId", e.TaskID)
+		if err := merge(m, e.Artifact); err != nil {
+			return nil, err
+		}
+	case TypeUI:
+		opt("requestId", e.TaskID)
+		if err := merge(m, e.UI); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(m)
+}
+
+// merge adds the JSON fields of v (a struct pointer; nil adds none) to m:
+// an artifact's and a question's fields are the event's own, beside its
+// type and chatKey.
+func merge(m map[string]any, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding an event: %w", err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return fmt.Errorf("encoding an event: %w", err)
+	}
+	for k, v := range fields {
+		if _, taken := m[k]; !taken {
+			m[k] = v
+		}
+	}
+	return nil
 }
 
 // Final reports whether e ends its run (task_completed or error).

@@ -56,4 +56,6 @@ type Artifact struct {
 	Path string `json:"path"`
 	// FileID is the platform's id of the sent file, where it gives one.
 	FileID string `json:"fileId,omitempty"`
+	// URL downloads the kept copy through the HTTP API (with its token).
+	URL string `json:"url,omitempty"`
 }
