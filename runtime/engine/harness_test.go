@@ -23,8 +23,10 @@ import (
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/tools"
@@ -67,6 +69,26 @@ func (o *outbox) SendButtons(_ context.Context, req dispatch.RequestContext, tex
 	}
 	o.msgs = append(o.msgs, sent{req, text, buttons})
 	return nil
+}
+
+// FileLimits and SendFiles make the outbox a platform that takes files
+// (Telegram's limits); a file "arrives" as a message naming it.
+func (o *outbox) FileLimits(dispatch.RequestContext) dispatch.FileLimits {
+	return dispatch.FileLimits{MaxBytes: map[string]int64{"image": 10 << 20, "file": 50 << 20}, MaxFiles: 10, MaxCaption: 1024}
+}
+
+func (o *outbox) SendFiles(_ context.Context, req dispatch.RequestContext, files []dispatch.OutFile, caption string) ([]string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fail != nil {
+		return nil, o.fail
+	}
+	ids := make([]string, len(files))
+	for i, f := range files {
+		o.msgs = append(o.msgs, sent{Req: req, Text: "file " + f.Name + " " + caption})
+		ids[i] = "id-" + f.Name
+	}
+	return ids, nil
 }
 
 func (o *outbox) all() []sent {
@@ -112,6 +134,11 @@ type harnessOptions struct {
 	modelSwitch string
 	// modelChoices keeps the choices there instead (cluster mode).
 	modelChoices records.Table
+	// show adds chat_ask (questions kept in dir/.ship/questions.json) and
+	// chat_send_file (files of dir).
+	show bool
+	// now is the questions' clock (nil: time.Now).
+	now func() time.Time
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -171,11 +198,23 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var qs *questions.Store
+	if o.show {
+		tab, err := records.OpenFile(filepath.Join(h.dir, ".ship", "questions.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = questions.New(tab, o.now)
+	}
 	shell := tools.NewExecShell(tools.ExecShellOptions{Dir: h.dir, Secrets: o.secrets, DropEnv: []string{"LLM_API_KEY"}, Logger: log})
 	toolset := func(s chat.Log, d *dispatch.Deliverer) []agent.Tool {
 		ts := tools.Default(s, d)
 		if o.exec {
 			ts = append(ts, shell)
+		}
+		if o.show {
+			ts = append(ts, &tools.ChatAsk{Deliverer: d, Questions: qs},
+				&tools.ChatSendFile{Deliverer: d, Dir: h.dir, Keep: media.NewStore(h.dir, tools.MaxKeptFileBytes), Private: []string{".ship", ".env", "ship.json"}})
 		}
 		if o.contacts {
 			book, err := contacts.Open(filepath.Join(h.dir, ".ship", "contacts.json"), log)
@@ -206,6 +245,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		JournalPath:   journalPath,
 		UserLimit:     o.userLimit,
 		Logger:        log,
+		Questions:     qs,
 
 		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch, ModelChoices: o.modelChoices,
 	})
