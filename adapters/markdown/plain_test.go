@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark/ast"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 )
 
@@ -173,4 +174,50 @@ func FuzzPlain(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPlainTablesKeepsTheRestAsWritten: only the table changes, into a
+// code block of aligned columns; the Markdown around it is untouched.
+func TestPlainTablesKeepsTheRestAsWritten(t *testing.T) {
+	md := "# Prices\n\nSee **below**:\n| 名字 | n |\n|---|--:|\n| 苹果 | 1 |\n---\n\n- a | b\n"
+	want := "# Prices\n\nSee **below**:\n```\n名字 | n\n---- | -\n苹果 | 1\n```\n\n---\n\n- a | b\n"
+	if got := PlainTables(md); got != want {
+		t.Errorf("PlainTables =\n%q\nwant\n%q", got, want)
+	}
+	if got := PlainTables("no tables, `a|b`"); got != "no tables, `a|b`" {
+		t.Errorf("text without tables changed: %q", got)
+	}
+}
+
+// FuzzPlainTables: no input makes PlainTables panic, lose its non-table
+// text's validity, or leave a table at the top level.
+func FuzzPlainTables(f *testing.F) {
+	for _, s := range []string{"| a |\n|---|\n| b |", "x\n| a |\n|---|\n***", "| a |\n|---|", "> | a |\n> |---|"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		out := PlainTables(md)
+		if !utf8.ValidString(out) {
+			t.Fatalf("PlainTables(%q) is not valid UTF-8", md)
+		}
+		doc := parser().Parser().Parse(text.NewReader([]byte(out)))
+		for c := doc.FirstChild(); c != nil; c = c.NextSibling() {
+			if tb, ok := c.(*east.Table); ok && strings.TrimSpace(tableText(tb, []byte(out))) != "" && hasText(tb) {
+				t.Fatalf("PlainTables(%q) = %q still has a table", md, out)
+			}
+		}
+	})
+}
+
+// hasText reports whether n holds any text node.
+func hasText(n ast.Node) bool {
+	found := false
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if _, ok := c.(*ast.Text); ok && entering {
+			found = true
+			return ast.WalkStop, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	return found
 }

@@ -207,6 +207,11 @@ type QQConfig struct {
 	// Streaming is accepted for symmetry; QQ has no way to show a reply
 	// while it is written, so each reply goes whole either way.
 	Streaming string `json:"streaming,omitempty"`
+	// Markdown sends replies as QQ markdown messages (msg_type 2), for a
+	// bot QQ granted the native Markdown permission; without it (the
+	// default) replies are the Markdown rendered as clean plain text. A
+	// bot without the permission falls back to plain text, with a warning.
+	Markdown bool `json:"markdown,omitempty"`
 }
 
 // On reports whether an adapter runs: it has credentials and ship.json does
@@ -370,6 +375,13 @@ func applyEnv(cfg *Config, lookup LookupEnv) error {
 			return fmt.Errorf("%w: QQ_SANDBOX=%q must be true or false", ErrInvalid, v)
 		}
 		cfg.Adapters.QQ.Sandbox = b
+	}
+	if v, ok := lookup("QQ_MARKDOWN"); ok && v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: QQ_MARKDOWN=%q must be true or false", ErrInvalid, v)
+		}
+		cfg.Adapters.QQ.Markdown = b
 	}
 	// A provider implied by a key alone is the common case: LLM_API_KEY
 	// without LLM_PROVIDER means OpenAI (or the compatible LLM_BASE_URL).
