@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -95,6 +96,12 @@ type Options struct {
 	// Now is the adapter's clock for QQ's passive-reply windows (nil →
 	// time.Now); tests move it on instead of waiting.
 	Now func() time.Time
+	// Markdown sends replies as QQ markdown messages (msg_type 2), for a
+	// bot QQ granted its native Markdown permission; otherwise replies are
+	// the model's Markdown rendered as plain text (markdown.Plain). When
+	// QQ refuses markdown (code 50056), the reply goes again as plain text
+	// and so do all later ones, with one warning in the log.
+	Markdown bool
 	// Media stores the attachments messages carry and transcribes voice;
 	// nil describes them without downloading.
 	Media *adapters.Media
@@ -116,6 +123,10 @@ type Adapter struct {
 
 	apiMu sync.Mutex // botgo's openapi client is not safe for concurrent calls
 	api   openapi.OpenAPI
+
+	// noMarkdown is set once QQ refused a markdown message: replies go as
+	// plain text from then on.
+	noMarkdown atomic.Bool
 
 	// gate, when set, decides when this process holds the gateway
 	// connection (cluster mode).
@@ -158,6 +169,7 @@ func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Ada
 		AllowedChatIDs: qc.AllowedChatIDs,
 		AllowedUserIDs: qc.AllowedUserIDs,
 		BusyNote:       qc.BusyNote == nil || *qc.BusyNote,
+		Markdown:       qc.Markdown,
 		Host:           host,
 		Logger:         log,
 	})

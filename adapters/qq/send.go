@@ -43,6 +43,10 @@ var codeHints = map[int]string{
 	codeURLRefused:      "links are not allowed",
 	codeGuildURL:        "links are not allowed",
 	22009:               "message rate limit reached",
+	codeMarkdownRefused: "markdown not allowed for this bot",
+	304020:              "file too large",
+	304082:              "rich media upload failed",
+	304083:              "rich media conversion failed",
 }
 
 // APIError is QQ's refusal of an API call, read from its answer.
@@ -96,13 +100,21 @@ func describe(err error) error {
 	return ae
 }
 
-// textReply is a group or C2C text message. botgo's MessageToCreate drops
-// msg_type 0 (omitempty); QQ documents it as required, so it is sent here.
+// textReply is a group or C2C text or markdown message. botgo's
+// MessageToCreate drops msg_type 0 (omitempty); QQ documents it as
+// required, so it is sent here.
 type textReply struct {
+	Content  string     `json:"content,omitempty"`
+	MsgType  int        `json:"msg_type"`
+	Markdown *mdContent `json:"markdown,omitempty"`
+	MsgID    string     `json:"msg_id,omitempty"`
+	MsgSeq   uint32     `json:"msg_seq,omitempty"`
+}
+
+// mdContent is native markdown: {"content": …} (botgo's dto.Markdown sends
+// the template fields too, as zero values).
+type mdContent struct {
 	Content string `json:"content"`
-	MsgType int    `json:"msg_type"`
-	MsgID   string `json:"msg_id,omitempty"`
-	MsgSeq  uint32 `json:"msg_seq,omitempty"`
 }
 
 // GetEventID implements dto.APIMessage.
@@ -157,6 +169,17 @@ func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text st
 	if strings.TrimSpace(text) == "" {
 		return dispatch.Delivery{}, errors.New("qq send: the text is empty")
 	}
+	md := a.opts.Markdown && !a.noMarkdown.Load()
+	d, err := a.sendRendered(ctx, req, render(text, md), note, md)
+	if md && errors.Is(err, errMarkdownRefused) {
+		d, err = a.sendRendered(ctx, req, render(text, false), note, false)
+	}
+	return d, err
+}
+
+// sendRendered sends text, rendered for QQ already: as markdown messages
+// when md is set, else as text messages.
+func (a *Adapter) sendRendered(ctx context.Context, req dispatch.RequestContext, text string, note, md bool) (dispatch.Delivery, error) {
 	var parts []string
 	err := a.replies.claim(req.ChatType, req.MessageID, note, func(left int) (int, error) {
 		parts = fit(text, left)
@@ -176,7 +199,15 @@ func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text st
 	}
 	sent, altered := make([]string, 0, len(parts)), false
 	for i, part := range parts {
-		out, err := a.sendPart(ctx, req, part)
+		out, err := a.sendPart(ctx, req, part, md)
+		if err != nil && i == 0 && md && markdownRefused(err) {
+			a.replies.release(req.MessageID, len(parts))
+			if a.noMarkdown.CompareAndSwap(false, true) {
+				a.log.Warn().Err(err).Msg("QQ refused a markdown message: this bot lacks QQ's Markdown permission " +
+					"(apply for it at q.qq.com, or set adapters.qq.markdown to false); replies go as plain text from now on")
+			}
+			return dispatch.Delivery{}, fmt.Errorf("qq send: %w: %w", errMarkdownRefused, err)
+		}
 		if err != nil {
 			unsent := len(parts) - i
 			if !refusedForSure(err) {
@@ -211,11 +242,11 @@ func refusedForSure(err error) bool {
 // the links defanged; any other refusal is returned as it is (an
 // *APIError), wrapping dispatch.ErrReplyExpired or ErrReplyLimit where QQ
 // says the message takes no more replies.
-func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text string) (string, error) {
+func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text string, md bool) (string, error) {
 	seq := a.replies.nextSeq(req.MessageID)
 	refreshed, uncertain, bumps, defanged := false, false, 0, 0
 	for attempt := 1; ; attempt++ {
-		err := a.post(ctx, req, text, seq)
+		err := a.post(ctx, req, text, seq, md)
 		if err == nil {
 			return text, nil
 		}
@@ -295,22 +326,29 @@ func (a *Adapter) closedBy(msgID string, ae *APIError) error {
 	return err
 }
 
-// post makes one API call. botgo's openapi client changes shared state on
-// every call (auth header, trace id), so calls are serialised.
-func (a *Adapter) post(ctx context.Context, req dispatch.RequestContext, text string, seq uint32) error {
+// post makes one API call: a text message, or with md a markdown one
+// (msg_type 2, markdown {content}; bot.q.qq.com "发送消息" and "Markdown
+// 消息"). botgo's openapi client changes shared state on every call (auth
+// header, trace id), so calls are serialised.
+func (a *Adapter) post(ctx context.Context, req dispatch.RequestContext, text string, seq uint32, md bool) error {
 	a.apiMu.Lock()
 	defer a.apiMu.Unlock()
+	v2 := textReply{Content: text, MsgID: req.MessageID, MsgSeq: seq}
+	guild := &dto.MessageToCreate{Content: text, MsgID: req.MessageID, MsgSeq: seq}
+	if md {
+		v2 = textReply{MsgType: int(dto.MarkdownMsg), Markdown: &mdContent{Content: text}, MsgID: req.MessageID, MsgSeq: seq}
+		guild = &dto.MessageToCreate{Markdown: &dto.Markdown{Content: text}, MsgID: req.MessageID, MsgSeq: seq}
+	}
 	var err error
 	switch req.ChatType {
 	case kindGroup:
-		_, err = a.api.PostGroupMessage(ctx, req.ChatID, textReply{Content: text, MsgID: req.MessageID, MsgSeq: seq})
+		_, err = a.api.PostGroupMessage(ctx, req.ChatID, v2)
 	case kindC2C:
-		_, err = a.api.PostC2CMessage(ctx, req.ChatID, textReply{Content: text, MsgID: req.MessageID, MsgSeq: seq})
+		_, err = a.api.PostC2CMessage(ctx, req.ChatID, v2)
 	case kindChannel:
-		_, err = a.api.PostMessage(ctx, req.ChatID, &dto.MessageToCreate{Content: text, MsgID: req.MessageID, MsgSeq: seq})
+		_, err = a.api.PostMessage(ctx, req.ChatID, guild)
 	case kindDM:
-		_, err = a.api.PostDirectMessage(ctx, &dto.DirectMessage{GuildID: req.ChatID},
-			&dto.MessageToCreate{Content: text, MsgID: req.MessageID, MsgSeq: seq})
+		_, err = a.api.PostDirectMessage(ctx, &dto.DirectMessage{GuildID: req.ChatID}, guild)
 	default:
 		return fmt.Errorf("qq send: unknown chat type %q", req.ChatType)
 	}

@@ -99,6 +99,9 @@ type Options struct {
 	// Now is the fake's clock for message timestamps and reply windows (nil
 	// → time.Now); Advance moves it on.
 	Now func() time.Time
+	// Markdown grants the bot QQ's native Markdown permission: without it,
+	// markdown messages are refused with CodeMarkdownRefused (files.go).
+	Markdown bool
 }
 
 // Sent records one message the bot posted successfully.
@@ -110,8 +113,15 @@ type Sent struct {
 	MsgID   string // msg_id: the message replied to ("" for an active message)
 	MsgSeq  int    // msg_seq, 0 when absent
 	MsgType int    // msg_type, -1 when absent
-	ID      string // the id the fake gave the new message
-	At      time.Time
+	// Markdown is markdown.content of a markdown message (msg_type 2, or a
+	// channel message's markdown field).
+	Markdown string
+	// Media is the file a rich media message (msg_type 7) carried, by its
+	// file_info; Image the image of a channel or DM message (file_image).
+	Media *Upload
+	Image []byte
+	ID    string // the id the fake gave the new message
+	At    time.Time
 }
 
 // Rejected records one message the fake refused by QQ's rules (not an
@@ -160,6 +170,8 @@ type Server struct {
 	replies    map[string]int      // replies accepted per msg_id
 	skew       time.Duration       // added to Options.Now by Advance
 	media      mediaFiles          // attachment files (media.go)
+	uploads    []Upload            // rich media uploads (files.go)
+	fileInfos  map[string]Upload   // by file_info
 
 	// gateway
 	conns      map[*wsConn]bool // open connections
@@ -199,20 +211,21 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fakeqq: listen: %w", err)
 	}
 	s := &Server{
-		opts:     opts,
-		ln:       ln,
-		client:   &http.Client{Transport: &http.Transport{}},
-		done:     make(chan struct{}),
-		changed:  make(chan struct{}),
-		tokens:   map[string]time.Time{},
-		calls:    map[string]int{},
-		fails:    map[string][]Failure{},
-		replied:  map[string]bool{},
-		known:    map[string]knownMsg{},
-		replies:  map[string]int{},
-		conns:    map[*wsConn]bool{},
-		sessions: map[string]*session{},
-		events:   map[string]Event{},
+		opts:      opts,
+		ln:        ln,
+		client:    &http.Client{Transport: &http.Transport{}},
+		done:      make(chan struct{}),
+		changed:   make(chan struct{}),
+		tokens:    map[string]time.Time{},
+		calls:     map[string]int{},
+		fails:     map[string][]Failure{},
+		replied:   map[string]bool{},
+		known:     map[string]knownMsg{},
+		replies:   map[string]int{},
+		conns:     map[*wsConn]bool{},
+		sessions:  map[string]*session{},
+		events:    map[string]Event{},
+		fileInfos: map[string]Upload{},
 	}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()

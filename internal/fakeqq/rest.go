@@ -46,6 +46,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind, target, ok := route(r.URL.Path)
+	if k, t, up := uploadRoute(r.URL.Path); up && r.Method == http.MethodPost {
+		s.uploadFile(w, r, k, t)
+		return
+	}
 	switch {
 	case r.URL.Path == GatewayBotPath && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -138,25 +142,84 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"access_token": tok, "expires_in": strconv.FormatInt(left, 10)})
 }
 
-// postMessage records a message and answers as QQ does.
-func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, kind, target string) {
-	var body struct {
+// messageBody is a message as the four message endpoints take it.
+type messageBody struct {
+	Content  string `json:"content"`
+	MsgID    string `json:"msg_id"`
+	MsgSeq   int    `json:"msg_seq"`
+	MsgType  *int   `json:"msg_type"`
+	Markdown *struct {
 		Content string `json:"content"`
-		MsgID   string `json:"msg_id"`
-		MsgSeq  int    `json:"msg_seq"`
-		MsgType *int   `json:"msg_type"`
+	} `json:"markdown"`
+	Media *struct {
+		FileInfo string `json:"file_info"`
+	} `json:"media"`
+	image []byte // file_image of a multipart channel message
+}
+
+// readMessage reads a JSON message, or a multipart one (guild channels and
+// DMs only, for file_image).
+func (s *Server) readMessage(r *http.Request, kind string) (messageBody, *apiError) {
+	var body messageBody
+	v2 := kind == "group" || kind == "c2c"
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") && !v2 {
+		content, msgID, image, e := s.channelImage(r)
+		body.Content, body.MsgID, body.image = content, msgID, image
+		return body, e
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(&body); err != nil {
-		writeError(w, &apiError{status: http.StatusBadRequest, Code: 40034001, Message: "invalid request body: " + err.Error()})
+		return body, &apiError{status: http.StatusBadRequest, Code: CodeBadRequest, Message: "invalid request body: " + err.Error()}
+	}
+	msgType := -1
+	if body.MsgType != nil {
+		msgType = *body.MsgType
+	}
+	switch {
+	case body.Markdown != nil && !s.opts.Markdown:
+		return body, qqError(v2, http.StatusBadRequest, CodeMarkdownRefused, "不允许发送 markdown content")
+	case body.Markdown != nil && strings.TrimSpace(body.Markdown.Content) == "":
+		return body, qqError(v2, http.StatusBadRequest, CodeMarkdownEmpty, "markdown 有空值")
+	case v2 && msgType == 2 && body.Markdown == nil:
+		return body, qqError(v2, http.StatusBadRequest, CodeMarkdownEmpty, "markdown 有空值")
+	case v2 && msgType == 7:
+		// send.md: with msg_type 7 the content must hold a value, such as a space.
+		if body.Content == "" {
+			return body, qqError(v2, http.StatusBadRequest, CodeEmptyMessage, "消息为空")
+		}
+		if body.Media == nil || body.Media.FileInfo == "" {
+			return body, qqError(v2, http.StatusBadRequest, CodeMediaUploadFail, "upload media info fail")
+		}
+	case body.Markdown == nil && strings.TrimSpace(body.Content) == "":
+		return body, &apiError{status: http.StatusBadRequest, Code: 40034002, Message: "message content is empty"}
+	}
+	return body, nil
+}
+
+// postMessage records a message and answers as QQ does.
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, kind, target string) {
+	body, e := s.readMessage(r, kind)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
-	if strings.TrimSpace(body.Content) == "" {
-		writeError(w, &apiError{status: http.StatusBadRequest, Code: 40034002, Message: "message content is empty"})
-		return
+	md := ""
+	if body.Markdown != nil {
+		md = body.Markdown.Content
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.checkReplyLocked(kind, body.Content, body.MsgID, body.MsgSeq); e != nil {
+	var media *Upload
+	if body.Media != nil && body.Media.FileInfo != "" {
+		// rich-media.md: a group upload goes only to groups, a C2C one only
+		// to C2C chats.
+		up, ok := s.fileInfos[body.Media.FileInfo]
+		if !ok || up.Kind != kind {
+			writeError(w, qqError(true, http.StatusBadRequest, CodeMediaUploadFail, "upload media info fail"))
+			return
+		}
+		media = &up
+	}
+	if e := s.checkReplyLocked(kind, body.Content+"\n"+md, body.MsgID, body.MsgSeq); e != nil {
 		s.rejected = append(s.rejected, Rejected{
 			Path: r.URL.Path, Content: body.Content, MsgID: body.MsgID, MsgSeq: body.MsgSeq, Status: e.status, Code: e.Code,
 		})
@@ -172,7 +235,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, kind, targe
 	now := s.nowLocked()
 	sent := Sent{
 		Path: r.URL.Path, Kind: kind, Target: target, Content: body.Content,
-		MsgID: body.MsgID, MsgSeq: body.MsgSeq, MsgType: msgType,
+		MsgID: body.MsgID, MsgSeq: body.MsgSeq, MsgType: msgType, Markdown: md, Media: media, Image: body.image,
 		ID: fmt.Sprintf("BOTMSG-%d", s.nextIDLocked()), At: now,
 	}
 	s.sent = append(s.sent, sent)
