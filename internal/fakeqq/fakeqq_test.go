@@ -44,6 +44,13 @@ func call(t *testing.T, method, url, auth, body string) (int, map[string]any) {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
+	return do(t, req)
+}
+
+// do makes a request and decodes the JSON answer.
+func do(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
+	method, url := req.Method, req.URL.String()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
