@@ -6,7 +6,11 @@
 // /gateway/bot, the gateway websocket (Hello, Identify → READY, Resume →
 // RESUMED with the missed events replayed, heartbeats answered, dispatches
 // with increasing seq and an event id) and the message endpoints of guild
-// channels, guild DMs, groups and C2C chats. Every REST call must carry
+// channels, guild DMs, groups and C2C chats, with rich media uploads for
+// groups and C2C chats and msg_type 7 media messages, multipart file_image
+// messages in guild channels and DMs, and markdown messages (msg_type 2)
+// for a bot granted the permission (Options.Markdown); files.go cites QQ's
+// documents for each rule. Every REST call must carry
 // "Authorization: QQBot <token>" with a token the fake issued and that has not
 // expired, or it gets 401 with QQ's error body. Replies are checked as QQ
 // checks them (rules.go): a msg_id the fake never sent is refused with
