@@ -83,4 +83,3 @@ func toolResults(fake *fakeopenai.Server) []string {
 	}
 	return out
 }
-
