@@ -234,11 +234,14 @@ func (t *ChatSendFile) pick(req dispatch.RequestContext, p string, limits dispat
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(fh, head)
 	typ := mimeOf(path.Base(rel), head[:n])
-	kind := kindOf(typ)
-	limit, ok := limits.MaxBytes[kind]
-	if !ok && kind != media.KindFile {
-		kind = media.KindFile // an image as a document, where only those go
-		limit, ok = limits.MaxBytes[kind]
+	var kind string
+	var limit int64
+	ok := false
+	for _, k := range kindsOf(typ, path.Ext(rel)) {
+		if limit, ok = limits.MaxBytes[k]; ok {
+			kind = k // the first kind the platform takes: a voice note as audio, an image as a document
+			break
+		}
 	}
 	if !ok {
 		return picked{}, fmt.Errorf("%s is %s, and %s does not take such files here", p, typ, req.Channel)
@@ -347,17 +350,23 @@ func mimeOf(name string, head []byte) string {
 	return t
 }
 
-// kindOf is the media kind a type goes as.
-func kindOf(typ string) string {
+// kindsOf are the media kinds a file may go as, best first: a voice
+// note (Ogg/Opus, which Telegram's sendVoice and Feishu's audio messages
+// take, or SILK/AMR, QQ's voice formats) as a voice note, else as audio,
+// else as a document; an image or a video as such, else as a document.
+func kindsOf(typ, ext string) []string {
+	ext = strings.ToLower(ext)
 	switch {
 	case typ == "image/png" || typ == "image/jpeg" || typ == "image/gif" || typ == "image/webp":
-		return media.KindImage
+		return []string{media.KindImage, media.KindFile}
 	case strings.HasPrefix(typ, "video/"):
-		return media.KindVideo
+		return []string{media.KindVideo, media.KindFile}
+	case typ == "application/ogg" || typ == "audio/ogg" || ext == ".opus" || ext == ".silk" || ext == ".amr":
+		return []string{media.KindVoice, media.KindAudio, media.KindFile}
 	case strings.HasPrefix(typ, "audio/"):
-		return media.KindAudio
+		return []string{media.KindAudio, media.KindFile}
 	}
-	return media.KindFile
+	return []string{media.KindFile}
 }
 
 func kindWord(kind string) string {

@@ -209,3 +209,13 @@ func TestChatSendFileCommandLineNamesEachPath(t *testing.T) {
 		t.Fatalf("command line %q (%v)", line, err)
 	}
 }
+
+// A voice note goes as a document where the platform takes no voice notes
+// or audio, rather than being refused.
+func TestChatSendFileFallsBackToADocument(t *testing.T) {
+	r := newFileRig(t)
+	r.write(t, "note.opus", append([]byte("OggS\x00\x02"), make([]byte, 64)...))
+	if out, ok := r.call(`{"paths":["note.opus"]}`); !ok || len(r.plat.kinds) != 1 || r.plat.kinds[0] != media.KindFile {
+		t.Fatalf("voice note: %v, kinds %v", out, r.plat.kinds)
+	}
+}
