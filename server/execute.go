@@ -41,6 +41,9 @@ type executeResponse struct {
 	Output    string          `json:"output"`
 	ToolCalls []turn.ToolCall `json:"toolCalls"`
 	Replies   []string        `json:"replies"`
+	// Artifacts are the files the run sent (chat_send_file); each url
+	// downloads it with the API's token (GET /api/files/…).
+	Artifacts []turn.Artifact `json:"artifacts"`
 	ChatKey   string          `json:"chatKey"`
 	MessageID string          `json:"messageId"`
 }
@@ -159,11 +162,16 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if replies == nil {
 		replies = []string{}
 	}
+	arts := out.Artifacts
+	if arts == nil {
+		arts = []turn.Artifact{}
+	}
 	writeJSON(w, r, http.StatusOK, executeResponse{
 		Success:   out.Success,
 		Output:    out.Output,
 		ToolCalls: toolCalls,
 		Replies:   replies,
+		Artifacts: arts,
 		ChatKey:   in.chatKey,
 		MessageID: in.messageID,
 	})

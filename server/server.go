@@ -18,7 +18,6 @@ import (
 
 	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/chat"
-	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/mcp"
 	"github.com/shipmyagent/ship/runtime/media"
@@ -96,9 +95,9 @@ type Options struct {
 	// ConsoleRole is the tool-policy role the console's user acts as when
 	// answering approvals; "" lets it show them only.
 	ConsoleRole string
-	// Files is where received files are kept: the console shows received
-	// images from it (in a cluster, fetching one another replica
-	// received). Nil shows none.
+	// Files is where received and sent files are kept: the console shows
+	// received images from it, GET /api/files/… downloads from it (in a
+	// cluster, fetching one another replica kept). Nil serves none.
 	Files *media.Store
 	// Redact removes known secrets from error text the console shows.
 	Redact func(string) string
@@ -186,6 +185,9 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /api/tools", s.handleTools)
 	mux.HandleFunc("GET /api/chats", s.handleChats)
 	mux.HandleFunc("GET /api/chats/{chatKey}/messages", s.handleMessages)
+	mux.HandleFunc("GET /api/chats/{chatKey}/questions", s.handleQuestions)
+	mux.HandleFunc("POST /api/questions/{id}/answer", s.handleAnswer)
+	mux.HandleFunc("GET /api/files/{path...}", s.handleFile)
 	mux.HandleFunc("GET /api/tasks", s.handleTasks)
 	mux.HandleFunc("POST /api/tasks/{name}/run", s.handleRunTask)
 	if opts.Console {
@@ -213,9 +215,9 @@ func New(opts Options) (*Server, error) {
 	// CORS sits outside auth so a browser's preflight (which carries no
 	// token) is answered. The browser guard sits between the two (see
 	// withBrowserGuard for why there).
-	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withBrowserGuard(s.withAuth(withJSONFallbacks(mux))))))
+	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withBrowserGuard(s.withAuth(withFilePaths(withJSONFallbacks(mux)))))))
 
-	opts.Door.Register(chat.ChannelAPI, dispatch.DispatcherFunc(s.sendText))
+	opts.Door.Register(chat.ChannelAPI, apiChannel{s: s})
 	return s, nil
 }
 
