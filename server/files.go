@@ -141,7 +141,7 @@ func allIn(s, set string) bool {
 	return true
 }
 
-// encodeRFC5987 percent-encodes name for filename*=UTF-8”… (RFC 5987
+// encodeRFC5987 percent-encodes name for the filename* parameter (RFC 5987
 // section 3.2.1: only attr-char goes unencoded), so any name, also one
 // with quotes, semicolons or non-ASCII letters, reaches the browser intact
 // and cannot add a parameter of its own.
