@@ -19,13 +19,17 @@ import (
 	"github.com/shipmyagent/ship/internal/logbuf"
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/server"
 	"github.com/shipmyagent/ship/tools"
 )
@@ -52,6 +56,9 @@ type setup struct {
 	tasks  func(*engine.Engine) server.TaskService
 	policy *policy.Policy // the tool policy; nil: none
 	exec   bool           // offer exec_shell (the policy still decides who gets it)
+	// show offers chat_send_file and chat_ask (questions kept in memory)
+	// and serves .ship/files, as the binary does.
+	show bool
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -104,6 +111,18 @@ func newEnv(t *testing.T, o setup) *env {
 		shell := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, Secrets: []string{testModelKey}, Logger: zerolog.New(logs)})
 		toolset = func(s chat.Log, d *dispatch.Deliverer) []agent.Tool { return append(tools.Default(s, d), shell) }
 	}
+	var qs *questions.Store
+	var files *media.Store
+	if o.show {
+		qs = questions.New(records.NewMemory(), nil)
+		files = media.NewStore(dir, tools.MaxKeptFileBytes)
+		base := toolset
+		toolset = func(s chat.Log, d *dispatch.Deliverer) []agent.Tool {
+			return append(base(s, d),
+				&tools.ChatSendFile{Deliverer: d, Dir: dir, Keep: files, Private: config.PrivateNames()},
+				&tools.ChatAsk{Deliverer: d, Questions: qs})
+		}
+	}
 	approvals := ""
 	if o.exec {
 		approvals = filepath.Join(dir, ".ship", "approvals.json")
@@ -120,6 +139,7 @@ func newEnv(t *testing.T, o setup) *env {
 		RetryBackoff:  time.Millisecond,
 		Stream:        o.stream,
 		Policy:        func() *policy.Policy { return o.policy },
+		Questions:     qs,
 		Logger:        zerolog.New(logs),
 	})
 	if err != nil {
@@ -135,6 +155,7 @@ func newEnv(t *testing.T, o setup) *env {
 		Started:  time.Now(),
 		Model:    "openai/m",
 		Adapters: o.adapters,
+		Files:    files,
 		Logger:   zerolog.New(logs),
 	}
 	if o.tasks != nil {
