@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/internal/shipclient"
+	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // Widths of the compact tool line: enough to recognise the arguments and
@@ -149,6 +150,50 @@ func oneLine(s string, maxRunes int) string {
 	}
 	r := []rune(s)
 	return string(r[:maxRunes-1]) + "…"
+}
+
+// fileLine is the line of a file the run sent: "📎 chart.png (image/png,
+// 12.3 KB) http://127.0.0.1:3000/api/files/…", the URL downloading it
+// with the API token.
+func fileLine(ev shipclient.Event) string {
+	name := ev.Name
+	if name == "" {
+		name = "file"
+	}
+	var about []string
+	if ev.MIMEType != "" {
+		about = append(about, ev.MIMEType)
+	}
+	if ev.Size > 0 {
+		about = append(about, media.Size(ev.Size))
+	}
+	line := "📎 " + oneLine(name, maxArgsRunes)
+	if len(about) > 0 {
+		line += " (" + strings.Join(about, ", ") + ")"
+	}
+	u := ev.DownloadURL
+	if u == "" {
+		u = ev.URL
+	}
+	if u != "" {
+		line += " " + u
+	}
+	return line
+}
+
+// questionText shows a question the agent asked: the question, its
+// choices numbered, and how to answer (typing a number answers it: the
+// server takes a message that is only a choice's number as the answer).
+func questionText(ev shipclient.Event) string {
+	var b strings.Builder
+	b.WriteString("? " + strings.TrimSpace(ev.Question))
+	for i, c := range ev.Choices {
+		fmt.Fprintf(&b, "\n  %d. %s", i+1, oneLine(c, maxArgsRunes))
+	}
+	if len(ev.Choices) > 0 {
+		fmt.Fprintf(&b, "\n  type the number to answer (1–%d)", len(ev.Choices))
+	}
+	return b.String()
 }
 
 // runErrorLine says how a run failed.

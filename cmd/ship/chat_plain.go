@@ -213,7 +213,7 @@ func (p *plainChat) turn(ctx context.Context, text string) error {
 				lineOpen = !strings.HasSuffix(op.text, "\n")
 			case opMessageEnd:
 				endLine()
-			case opTool:
+			case opTool, opFile, opQuestion:
 				endLine()
 				fmt.Fprintln(p.out, op.text)
 			case opRunError:

@@ -51,7 +51,7 @@ func newFakeShip(t *testing.T) *fakeShip {
 		f.hist = append(f.hist, "user: "+in.Instructions, "assistant: "+reply)
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i, ev := range []map[string]any{
+		evs := []map[string]any{
 			{"type": "task_started", "taskId": "t"},
 			{"type": "content", "messageId": "m", "index": 0, "content": reply[:6]},
 			{"type": "ability_request", "callId": "c", "abilityId": "chat_send", "input": string(args)},
@@ -59,7 +59,11 @@ func newFakeShip(t *testing.T) *fakeShip {
 			{"type": "ability_response", "callId": "c", "abilityId": "chat_send", "result": map[string]string{"type": "success", "result": `{"success":true}`}},
 			{"type": "content", "messageId": "m", "index": -1, "content": ""},
 			{"type": "task_completed", "durationMs": 5, "usage": map[string]int{"promptTokens": 10, "completionTokens": 2}},
-		} {
+		}
+		if in.Instructions == "show" {
+			evs = showEvents(r.PathValue("chatKey"))
+		}
+		for i, ev := range evs {
 			b, _ := json.Marshal(ev)
 			fmt.Fprintf(w, ": keep-alive\n\nid: %d\ndata: %s\n\n", i+1, b)
 			if f.cut.Load() {
@@ -80,6 +84,26 @@ func newFakeShip(t *testing.T) *fakeShip {
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// showEvents is a turn that sends a file and asks a question, in the
+// shapes ship's server streams them (runtime/events: artifact, ui).
+func showEvents(string) []map[string]any {
+	sendArgs := `{"paths":["chart.png"]}`
+	askArgs := `{"question":"Which **plan**?","choices":["Plan A","Plan B","Plan C"]}`
+	ok := map[string]string{"type": "success", "result": `{"success":true}`}
+	return []map[string]any{
+		{"type": "task_started", "taskId": "t"},
+		{"type": "ability_request", "callId": "c1", "abilityId": "chat_send_file", "input": sendArgs},
+		{"type": "artifact", "taskId": "t", "chatKey": "api:chat:t1", "name": "chart.png", "kind": "image", "mimeType": "image/png",
+			"size": 12595, "url": "/api/files/api_chat_t1/out1-0-chart.png"},
+		{"type": "ability_response", "callId": "c1", "abilityId": "chat_send_file", "result": ok},
+		{"type": "ability_request", "callId": "c2", "abilityId": "chat_ask", "input": askArgs},
+		{"type": "ui", "taskId": "t", "chatKey": "api:chat:t1", "kind": "choice", "questionId": "Q1", "question": "Which **plan**?",
+			"choices": []string{"Plan A", "Plan B", "Plan C"}, "anyone": false, "expiresAt": 1795815812473},
+		{"type": "ability_response", "callId": "c2", "abilityId": "chat_ask", "result": ok},
+		{"type": "task_completed", "durationMs": 5},
+	}
 }
 
 // session is a chat session with fakeShip, through a transport that fails
@@ -155,6 +179,37 @@ func TestPlainChatRendersTurns(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "unknown command /bad") || strings.Count(errOut.String(), "\n") != 1 {
 		t.Errorf("stderr = %q, want one line about /bad", errOut)
+	}
+}
+
+func TestPlainChatShowsFilesAndQuestions(t *testing.T) {
+	f := newFakeShip(t)
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	p, out, errOut := newPlain(f.session(t), "show\n2\n", clock)
+	if err := p.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`⚙ chat_send_file {"paths":["chart.png"]} → ok`,
+		"📎 chart.png (image/png, 12.3 KB) " + f.srv.URL + "/api/files/api_chat_t1/out1-0-chart.png",
+		`⚙ chat_ask {"question":"Which **plan**?","choices":["Plan A","Plan B",… → ok`,
+		"? Which **plan**?",
+		"  1. Plan A",
+		"  2. Plan B",
+		"  3. Plan C",
+		"  type the number to answer (1–3)",
+		"— 0.00 s · 2 tool calls · tokens n/a",
+		// The typed number goes out as a message of its own.
+		"echo: 2",
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if len(lines) < len(want) || !slices.Equal(lines[:len(want)], want) {
+		t.Fatalf("stdout =\n%s\nwant it to start with\n%s", out, strings.Join(want, "\n"))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.hist, "user: 2") || errOut.Len() != 0 {
+		t.Errorf("messages sent %q, stderr %q", f.hist, errOut)
 	}
 }
 

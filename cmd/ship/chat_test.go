@@ -95,7 +95,7 @@ func opsText(ops []turnOp) string {
 			b.WriteString(op.text)
 		case opMessageEnd:
 			b.WriteString("|end|")
-		case opTool, opRunError:
+		case opTool, opRunError, opFile, opQuestion:
 			b.WriteString("[" + op.text + "]")
 		}
 	}
@@ -162,6 +162,52 @@ func TestTurnToolLinesFollowTheReply(t *testing.T) {
 	got := opsText(append(tr.apply(fail), tr.apply(shipclient.Event{Type: shipclient.TypeError, ErrorCode: "LLM_FAILED", ErrorMessage: "x"})...))
 	if got != "[✗ chat_send → error: down][✗ the turn failed: LLM_FAILED: x]" || len(tr.running()) != 0 {
 		t.Errorf("failure ops = %q", got)
+	}
+}
+
+func TestTurnShowsFilesAndQuestionsAfterTheirToolLine(t *testing.T) {
+	ok := &shipclient.AbilityResult{Type: "success", Result: `{"success":true}`}
+	req := shipclient.Event{Type: shipclient.TypeAbilityRequest, CallID: "1", AbilityID: "chat_send_file", Input: `{"paths":["a.txt"]}`}
+	resp := shipclient.Event{Type: shipclient.TypeAbilityResponse, CallID: "1", AbilityID: "chat_send_file", Result: ok}
+	art := shipclient.Event{Type: shipclient.TypeArtifact, Name: "a.txt", MIMEType: "text/plain", Size: 5, URL: "/api/files/x/a.txt",
+		DownloadURL: "http://h/api/files/x/a.txt"}
+	ui := shipclient.Event{Type: shipclient.TypeUI, Question: "Go?", Choices: []string{"Yes", "No"}}
+
+	// The file line follows the tool line of the call that sent it.
+	tr := newTurn()
+	var ops []turnOp
+	for _, ev := range []shipclient.Event{req, art, resp, {Type: shipclient.TypeTaskCompleted}} {
+		ops = append(ops, tr.apply(ev)...)
+	}
+	want := `[⚙ chat_send_file {"paths":["a.txt"]} → ok][📎 a.txt (text/plain, 5 bytes) http://h/api/files/x/a.txt]`
+	if got := opsText(ops); got != want {
+		t.Errorf("ops = %q, want %q", got, want)
+	}
+
+	// A question while a reply streams waits for the reply to end; one
+	// whose call never answers still shows when the run ends.
+	tr, ops = newTurn(), nil
+	for _, ev := range []shipclient.Event{content("r", 0, "hm"), ui, content("r", -1, "")} {
+		ops = append(ops, tr.apply(ev)...)
+	}
+	if got, want := opsText(ops), "hm|end|[? Go?\n  1. Yes\n  2. No\n  type the number to answer (1–2)]"; got != want {
+		t.Errorf("ops = %q, want %q", got, want)
+	}
+	tr, ops = newTurn(), nil
+	for _, ev := range []shipclient.Event{req, art, {Type: shipclient.TypeError, ErrorCode: "TIMEOUT", ErrorMessage: "x"}} {
+		ops = append(ops, tr.apply(ev)...)
+	}
+	if got := opsText(ops); !strings.HasPrefix(got, "[📎 a.txt") {
+		t.Errorf("a file of a call cut off: ops = %q", got)
+	}
+}
+
+func TestFileLineWithoutDetails(t *testing.T) {
+	if got := fileLine(shipclient.Event{Name: "r.pdf", URL: "/api/files/r.pdf"}); got != "📎 r.pdf /api/files/r.pdf" {
+		t.Errorf("fileLine = %q", got)
+	}
+	if got := fileLine(shipclient.Event{Name: "big.zip", MIMEType: "application/zip", Size: 3 << 20}); got != "📎 big.zip (application/zip, 3.0 MB)" {
+		t.Errorf("fileLine = %q", got)
 	}
 }
 

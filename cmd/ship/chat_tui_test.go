@@ -103,3 +103,25 @@ func TestTUIDoesNotResendATurnCutMidReply(t *testing.T) {
 		t.Errorf("transcript:\n%s", transcript)
 	}
 }
+
+func TestTUIShowsFilesAndQuestions(t *testing.T) {
+	f := newFakeShip(t)
+	m := &chatModel{s: f.session(t), ctx: context.Background(), out: newPrinter(), now: time.Now, st: newTUIStyles(), width: 80}
+	var sent []tea.Msg
+	m.send = func(msg tea.Msg) { sent = append(sent, msg) }
+	drive(t, m, &sent, m.input("show"))
+	transcript := strings.Join(m.out.take(), "\n")
+	for _, want := range []string{
+		"📎 chart.png (image/png, 12.3 KB) " + f.srv.URL + "/api/files/api_chat_t1/out1-0-chart.png",
+		"Which **plan**?", "1. Plan A", "3. Plan C", "type the number to answer (1–3)",
+	} {
+		if !strings.Contains(transcript, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, transcript)
+		}
+	}
+	// The number typed next is a message like any other.
+	drive(t, m, &sent, m.input("2"))
+	if transcript := strings.Join(m.out.take(), "\n"); !strings.Contains(transcript, "echo: 2") {
+		t.Errorf("the typed answer did not go out:\n%s", transcript)
+	}
+}

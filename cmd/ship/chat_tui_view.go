@@ -129,6 +129,12 @@ func (m *chatModel) show(ops []turnOp) {
 			m.out.println(style.Render(op.text))
 		case opRunError:
 			m.out.println(m.st.err.Render(op.text))
+		case opFile:
+			// Unstyled: the URL stays one plain run of text a terminal
+			// can turn into a link.
+			m.out.println(op.text)
+		case opQuestion:
+			m.out.println(m.st.notice.Render(op.text))
 		}
 	}
 }

@@ -16,6 +16,8 @@ const (
 	opMessageEnd               // the reply message is complete; text is all of it
 	opTool                     // one finished tool call; text is its line
 	opRunError                 // the run failed; text says how
+	opFile                     // a file the run sent; text is its line
+	opQuestion                 // a question with choices; text is its lines
 )
 
 // turnOp is one thing to show, in order. The plain and the terminal UI
@@ -38,9 +40,12 @@ type streamMsg struct {
 // order, one message at a time (a message that starts while another is
 // streaming waits for it), so the text on screen is never interleaved.
 type turn struct {
-	msgs      map[string]*streamMsg
-	order     []string // ids of messages not yet fully emitted, first seen first
-	held      []turnOp // tool lines waiting for the reply being streamed to end
+	msgs  map[string]*streamMsg
+	order []string // ids of messages not yet fully emitted, first seen first
+	held  []turnOp // tool lines waiting for the reply being streamed to end
+	// after are file and question lines waiting for the tool call that
+	// made them to end: they follow its tool line.
+	after     []turnOp
 	calls     map[string]shipclient.Event
 	callOrder []string // ids of calls still running, in request order
 	toolCalls int
@@ -84,9 +89,21 @@ func (t *turn) apply(ev shipclient.Event) []turnOp {
 		// sends the whole text right after the call.
 		if len(t.order) > 0 || (ok && ev.AbilityID == "chat_send") {
 			t.held = append(t.held, op)
+			t.held = append(t.held, t.releaseAfter(false)...)
 			return nil
 		}
-		return append(t.releaseHeld(), op)
+		ops := append(t.releaseHeld(), op)
+		return append(ops, t.releaseAfter(false)...)
+	case shipclient.TypeArtifact, shipclient.TypeUI:
+		op := turnOp{kind: opFile, text: fileLine(ev), ok: true}
+		if ev.Type == shipclient.TypeUI {
+			op = turnOp{kind: opQuestion, text: questionText(ev), ok: true}
+		}
+		if len(t.callOrder) > 0 || len(t.order) > 0 {
+			t.after = append(t.after, op)
+			return nil
+		}
+		return []turnOp{op}
 	case shipclient.TypeTaskCompleted:
 		return t.finish()
 	case shipclient.TypeError:
@@ -106,7 +123,9 @@ func (t *turn) finish() []turnOp {
 	for _, m := range t.msgs {
 		m.ended = true
 	}
-	return t.flush()
+	ops := t.flush()
+	// Calls that never answered have nothing more to wait for.
+	return append(ops, t.releaseAfter(true)...)
 }
 
 // running returns the tool calls that have not answered yet, in order.
@@ -156,13 +175,25 @@ func (t *turn) flush() []turnOp {
 		delete(t.msgs, t.order[0])
 		t.order = t.order[1:]
 	}
-	return append(ops, t.releaseHeld()...)
+	ops = append(ops, t.releaseHeld()...)
+	return append(ops, t.releaseAfter(false)...)
 }
 
 // releaseHeld returns the held tool lines and forgets them.
 func (t *turn) releaseHeld() []turnOp {
 	ops := t.held
 	t.held = nil
+	return ops
+}
+
+// releaseAfter returns the file and question lines once no tool call is
+// running (or when force), and forgets them.
+func (t *turn) releaseAfter(force bool) []turnOp {
+	if len(t.callOrder) > 0 && !force {
+		return nil
+	}
+	ops := t.after
+	t.after = nil
 	return ops
 }
 

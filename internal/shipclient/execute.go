@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,12 @@ const (
 	TypeAbilityResponse   = "ability_response"
 	TypeTaskCompleted     = "task_completed"
 	TypeError             = "error"
+	// TypeArtifact is a file the run sent into the chat (Name, Kind,
+	// MIMEType, Size, URL); TypeUI a question with choices it asked there
+	// (QuestionID, Question, Choices), answered by typing a choice's
+	// number as the next message.
+	TypeArtifact = "artifact"
+	TypeUI       = "ui"
 )
 
 // Event is one event of a run. Which fields are set depends on Type.
@@ -56,6 +63,24 @@ type Event struct {
 
 	ErrorCode    string `json:"errorCode,omitempty"`    // error
 	ErrorMessage string `json:"errorMessage,omitempty"` // error
+
+	// Kind is the artifact's media kind (image, video, audio, voice,
+	// file), or the ui's kind ("choice").
+	Kind     string `json:"kind,omitempty"`
+	Name     string `json:"name,omitempty"`     // artifact: the file's name
+	MIMEType string `json:"mimeType,omitempty"` // artifact
+	Size     int64  `json:"size,omitempty"`     // artifact: bytes
+	// URL is the artifact's download path on the server
+	// ("/api/files/…"); DownloadURL is it made absolute with the client's
+	// base URL, for showing.
+	URL         string `json:"url,omitempty"`
+	DownloadURL string `json:"-"`
+
+	QuestionID string   `json:"questionId,omitempty"` // ui
+	Question   string   `json:"question,omitempty"`   // ui: Markdown
+	Choices    []string `json:"choices,omitempty"`    // ui
+	Anyone     bool     `json:"anyone,omitempty"`     // ui: anyone in the chat may answer
+	ExpiresAt  int64    `json:"expiresAt,omitempty"`  // ui: ms since the Unix epoch
 }
 
 // AbilityResult is a tool call's outcome: Type is success (Result),
@@ -142,12 +167,22 @@ func (c *Client) Execute(ctx context.Context, chatID, text string, onEvent func(
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "application/json" {
-		return blockingResult(resp.Body, onEvent)
+		return c.blockingResult(resp.Body, onEvent)
 	}
 	if mt != "text/event-stream" {
 		return Summary{}, fmt.Errorf("POST /api/execute answered %q, not an event stream", mt)
 	}
 	return c.readStream(ctx, cancel, resp.Body, onEvent)
+}
+
+// FileURL makes an artifact's download path absolute with the client's
+// base URL (which may carry a path prefix of a reverse proxy); a URL that
+// is already absolute is returned as it is.
+func (c *Client) FileURL(u string) string {
+	if u == "" || strings.Contains(u, "://") {
+		return u
+	}
+	return strings.TrimSuffix(c.base.String(), "/") + "/" + strings.TrimPrefix(u, "/")
 }
 
 // errStreamIdle ends a stream that went silent.
@@ -187,6 +222,9 @@ func (c *Client) readStream(ctx context.Context, cancel context.CancelCauseFunc,
 			return sum, fmt.Errorf("event %s is not valid JSON: %w", f.ID, err)
 		}
 		ev.ID = f.ID
+		if ev.Type == TypeArtifact {
+			ev.DownloadURL = c.FileURL(ev.URL)
+		}
 		if sum.TaskID == "" {
 			sum.TaskID = ev.TaskID
 		}
@@ -220,7 +258,7 @@ func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 // blockingResult handles a server that answers /api/execute with its JSON
 // result instead of a stream (one that predates streaming): the same events
 // are made up from the result, so the caller shows the turn the same way.
-func blockingResult(body io.Reader, onEvent func(Event)) (Summary, error) {
+func (c *Client) blockingResult(body io.Reader, onEvent func(Event)) (Summary, error) {
 	var res struct {
 		Success   bool   `json:"success"`
 		Output    string `json:"output"`
@@ -229,7 +267,14 @@ func blockingResult(body io.Reader, onEvent func(Event)) (Summary, error) {
 			Input  json.RawMessage `json:"input"`
 			Output string          `json:"output"`
 		} `json:"toolCalls"`
-		Replies []string `json:"replies"`
+		Replies   []string `json:"replies"`
+		Artifacts []struct {
+			Name  string `json:"name"`
+			Kind  string `json:"kind"`
+			MIME  string `json:"mime"`
+			Bytes int64  `json:"bytes"`
+			URL   string `json:"url"`
+		} `json:"artifacts"`
 	}
 	if err := json.NewDecoder(io.LimitReader(body, maxJSONBody)).Decode(&res); err != nil {
 		return Summary{}, fmt.Errorf("reading the result of POST /api/execute: %w", err)
@@ -239,6 +284,10 @@ func blockingResult(body io.Reader, onEvent func(Event)) (Summary, error) {
 		id := "reply-" + strconv.Itoa(i)
 		onEvent(Event{Type: TypeContent, MessageID: id, Index: 0, Content: r})
 		onEvent(Event{Type: TypeContent, MessageID: id, Index: -1})
+	}
+	for _, a := range res.Artifacts {
+		onEvent(Event{Type: TypeArtifact, Name: a.Name, Kind: a.Kind, MIMEType: a.MIME, Size: a.Bytes,
+			URL: a.URL, DownloadURL: c.FileURL(a.URL)})
 	}
 	sum := Summary{Completed: res.Success, ToolCalls: len(res.ToolCalls)}
 	for i, tc := range res.ToolCalls {
