@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/internal/shipclient"
 	"github.com/shipmyagent/ship/runtime/chat"
 )
 
@@ -327,5 +330,68 @@ func TestStreamedExecuteCarriesArtifactAndUIEvents(t *testing.T) {
 	}
 	if r := e.get(art["url"].(string)); r.status != http.StatusOK {
 		t.Errorf("the artifact's url: %d", r.status)
+	}
+}
+
+// ship's own client gets the artifact with a URL it can download, with
+// its token, and the question with its choices.
+func TestShipClientGetsFilesAndQuestions(t *testing.T) {
+	e := newEnv(t, setup{handler: showModel, token: showToken, show: true})
+	img := pngBytes(t)
+	writeProjectFile(t, e.dir, "chart.png", img)
+	c, err := shipclient.New(shipclient.Options{BaseURL: e.srv.URL, Token: showToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	var got []shipclient.Event
+	keep := func(ev shipclient.Event) {
+		if ev.Type == shipclient.TypeArtifact || ev.Type == shipclient.TypeUI {
+			got = append(got, ev)
+		}
+	}
+	if _, err := c.Execute(ctx, "cli", "send chart.png", keep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Execute(ctx, "cli", "ask", keep); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("artifact and ui events = %+v", got)
+	}
+	a, q := got[0], got[1]
+	if a.Name != "chart.png" || a.MIMEType != "image/png" || a.Size != int64(len(img)) || !strings.HasPrefix(a.DownloadURL, e.srv.URL+"/api/files/") {
+		t.Errorf("artifact = %+v", a)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.DownloadURL, nil)
+	req.Header.Set("Authorization", "Bearer "+showToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, img) {
+		t.Errorf("downloading %s: %d, %d bytes", a.DownloadURL, resp.StatusCode, len(body))
+	}
+	if q.Question != "Which **plan**?" || len(q.Choices) != 3 || q.QuestionID == "" || q.Kind != "choice" {
+		t.Errorf("ui = %+v", q)
+	}
+	// Typing the number answers it: the next turn is the answer's.
+	if _, err := c.Execute(ctx, "cli", "3", nil); err != nil {
+		t.Fatal(err)
+	}
+	var answered bool
+	for _, en := range e.entries("api:chat:cli") {
+		if en.Role == chat.RoleUser && strings.Contains(en.Text, "answered your question "+q.QuestionID) && strings.Contains(en.Text, "3. Plan C") {
+			answered = true
+		}
+	}
+	if !answered {
+		t.Error("typing 3 did not answer the question")
+	}
+	if r := e.request(http.MethodGet, "/api/chats/api:chat:cli/questions", nil, bearer(showToken)); !contains(string(r.body), `"questions":[]`) {
+		t.Errorf("open questions after the typed answer: %s", r.body)
 	}
 }
