@@ -3,10 +3,17 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/shipmyagent/ship/internal/fakeopenai"
 )
 
 // historyLine matches a /history line: time, role, text.
@@ -135,5 +142,76 @@ func TestE2EChatToken(t *testing.T) {
 	out, errOut, code = runChat(t, append(baseEnv(), "SHIP_API_TOKEN=right-token"), "hello\n", "--url", p.url)
 	if code != 0 || !strings.Contains(out, "echo: hello") {
 		t.Errorf("SHIP_API_TOKEN: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// showModel sends a file on "send P" (chat_send_file), asks a question on
+// "ask" (chat_ask) and echoes anything else, the answer's turn included.
+func showModel(r fakeopenai.Request) fakeopenai.Response {
+	if len(r.ToolResults()) > 0 {
+		return fakeopenai.Response{}
+	}
+	text := r.LastUser()
+	switch {
+	case strings.HasPrefix(text, "send ") && r.HasTool("chat_send_file"):
+		args, _ := json.Marshal(map[string]any{"paths": []string{strings.TrimPrefix(text, "send ")}})
+		return fakeopenai.Response{ToolCalls: []fakeopenai.ToolCall{{Name: "chat_send_file", Arguments: string(args)}}}
+	case text == "ask" && r.HasTool("chat_ask"):
+		args, _ := json.Marshal(map[string]any{"question": "Which plan?", "choices": []string{"Plan A", "Plan B", "Plan C"}})
+		return fakeopenai.Response{ToolCalls: []fakeopenai.ToolCall{{Name: "chat_ask", Arguments: string(args)}}}
+	}
+	return fakeopenai.Response{Content: "echo: " + text}
+}
+
+// TestE2EChatFilesAndQuestions is `ship chat` against the real binary: a
+// file the agent sends is a line with its download URL, which downloads
+// with the token; a question shows its numbered choices, and the number
+// typed next answers it.
+func TestE2EChatFilesAndQuestions(t *testing.T) {
+	t.Parallel()
+	fake := startFake(t, showModel)
+	dir := initProject(t)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the notes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const token = "chat-e2e-token-0123456789abcdef0123456789abcdef"
+	p := startShip(t, dir, modelEnv(fake, "SHIP_API_TOKEN="+token))
+
+	out, errOut, code := runChat(t, append(baseEnv(), "SHIP_API_TOKEN="+token), "send notes.txt\nask\n2\n", "--url", p.url, "--chat", "files")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	fileLine := regexp.MustCompile(`(?m)^📎 notes\.txt \(text/plain, 10 bytes\) (` + regexp.QuoteMeta(p.url) + `/api/files/\S+)$`)
+	m := fileLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no file line for notes.txt in:\n%s", out)
+	}
+	for _, want := range []string{"? Which plan?\n  1. Plan A\n  2. Plan B\n  3. Plan C\n  type the number to answer (1–3)", "answered your question"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "2. Plan B]") {
+		t.Errorf("typing 2 did not answer with Plan B:\n%s", out)
+	}
+
+	get := func(tok string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, m[1], nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := get(token); status != http.StatusOK || body != "the notes\n" {
+		t.Errorf("downloading %s: %d %q", m[1], status, body)
+	}
+	if status, _ := get(""); status != http.StatusUnauthorized {
+		t.Errorf("downloading without the token: %d, want 401", status)
 	}
 }
