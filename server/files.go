@@ -47,7 +47,8 @@ func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {
 	head := make([]byte, 512)
 	n, _ := io.ReadFull(f, head)
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		s.internalError(w, r, err)
+		s.log.Error().Err(err).Str("requestId", requestID(r.Context())).Msg("reading a kept file for download")
+		writeError(w, r, http.StatusInternalServerError, codeInternal, msgInternal)
 		return
 	}
 	ct := contentType(path.Base(rel), head[:n])
