@@ -145,9 +145,9 @@ func TestE2EChatToken(t *testing.T) {
 	}
 }
 
-// showModel sends a file on "send P" (chat_send_file), asks a question on
+// chatShowModel sends a file on "send P" (chat_send_file), asks a question on
 // "ask" (chat_ask) and echoes anything else, the answer's turn included.
-func showModel(r fakeopenai.Request) fakeopenai.Response {
+func chatShowModel(r fakeopenai.Request) fakeopenai.Response {
 	if len(r.ToolResults()) > 0 {
 		return fakeopenai.Response{}
 	}
@@ -169,7 +169,7 @@ func showModel(r fakeopenai.Request) fakeopenai.Response {
 // typed next answers it.
 func TestE2EChatFilesAndQuestions(t *testing.T) {
 	t.Parallel()
-	fake := startFake(t, showModel)
+	fake := startFake(t, chatShowModel)
 	dir := initProject(t)
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the notes\n"), 0o600); err != nil {
 		t.Fatal(err)
