@@ -237,6 +237,12 @@ func (c *Console) chat(r *http.Request, key string) (chatData, bool, error) {
 	for _, e := range entries {
 		d.Entries = append(d.Entries, c.view(e))
 	}
+	open, err := c.opts.View.Questions(r.Context(), key)
+	if err != nil {
+		// The log is still worth showing; its questions show as closed.
+		c.log.Warn().Err(err).Str("chatKey", key).Msg("listing a chat's open questions")
+	}
+	markQuestions(d.Entries, entries, open)
 	pending, _ := c.opts.View.Pending(key)
 	for _, p := range pending {
 		d.Pending = append(d.Pending, pendingOf(p))

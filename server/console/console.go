@@ -91,6 +91,7 @@ type Console struct {
 	sessions *sessions
 	logins   *throttle.Limiter
 	activity *activity
+	md       *markdown
 
 	// Asset versions are hashed on the first page served, so a ship
 	// whose console nobody opens pays nothing for them.
@@ -121,6 +122,7 @@ func New(opts Options) (*Console, error) {
 		log:      opts.Logger.With().Str("component", "console").Logger(),
 		sessions: newSessions(time.Now),
 		logins:   opts.Throttle,
+		md:       newMarkdown(),
 	}
 	if c.logins == nil {
 		c.logins = throttle.New(throttle.Options{})
@@ -150,6 +152,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("GET /console/files", page(c.handleFile))
 	mux.Handle("POST /console/send", post(c.handleSend))
 	mux.Handle("POST /console/approvals/{code}/{verb}", post(c.handleDecide))
+	mux.Handle("POST /console/questions/{id}/{n}", post(c.handleAnswer))
 	mux.Handle("POST /console/tasks/{name}/run", post(c.handleRunTask))
 	mux.Handle("POST /logout", post(c.handleLogout))
 

@@ -12,20 +12,28 @@ import (
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/media"
 )
 
 // entryView is one chat log entry as the Chat page and search show it.
 type entryView struct {
-	ChatKey  string
-	Role     string
-	Who      string
-	Text     string
-	At       time.Time
-	Tool     string
-	Outcome  string
-	Images   []string // /console/files URLs
-	Files    []string // names of other files
+	ChatKey string
+	Role    string
+	Who     string
+	Text    string
+	At      time.Time
+	Tool    string
+	Outcome string
+	Images  []string // /console/files URLs
+	Files   []string // names of other files
+	// HTML is the entry's text as rendered Markdown (the assistant's
+	// replies); "" shows Text as it is.
+	HTML renderedHTML
+	// Downloads are the files the bot sent that are not shown inline.
+	Downloads []download
+	// Question is set on the entry of a question the bot asked.
+	Question *questionView
 	Approval string
 	// Undelivered is set on the chat log's mark of a reply the user did
 	// not get: "not delivered: <reason>", or "part 2 of 3 not delivered:
@@ -33,8 +41,12 @@ type entryView struct {
 	Undelivered string
 }
 
-// view turns an entry into what the page shows. Text stays text: the
-// template escapes it.
+// view turns an entry into what the page shows. What people wrote stays
+// text, escaped as it is written: a Telegram user's "*" or "1." is what
+// they typed, not formatting they asked for, and they never saw it
+// rendered either. What the bot wrote is the model's Markdown, which the
+// platforms show formatted: the console renders it the same way (see
+// markdown.go).
 func (c *Console) view(e chat.ChatLogEntryV1) entryView {
 	v := entryView{ChatKey: e.ChatKey, Role: e.Role, Text: e.Text, At: time.UnixMilli(e.TS)}
 	switch e.Role {
@@ -45,6 +57,17 @@ func (c *Console) view(e chat.ChatLogEntryV1) entryView {
 		}
 	case chat.RoleAssistant:
 		v.Who = "ship"
+		text := e.Text
+		switch e.Meta["via"] {
+		case dispatch.ViaFiles:
+			text = c.sentFiles(&v, e)
+		case dispatch.ViaAsk:
+			text = questionOf(&v, e)
+		}
+		v.Text = text
+		if e.Meta["delivery"] != "failed" && strings.TrimSpace(text) != "" {
+			v.HTML = c.md.render(text)
+		}
 	case chat.RoleTool:
 		v.Tool, _ = e.Meta["tool"].(string)
 		v.Outcome, _ = e.Meta["outcome"].(string)
@@ -83,9 +106,14 @@ func undeliveredLine(meta map[string]any) string {
 	return "not delivered: " + reason
 }
 
-// handleFile serves a received image for its thumbnail. Only files under
-// .ship/files are served, opened by the file store, which lets no path
-// climb out (and, in a cluster, fetches a file another replica received).
+// handleFile serves a file kept under .ship/files: a received image or
+// one the bot sent for its thumbnail, any other file the bot sent as a
+// download. Only files under .ship/files are served, opened by the file
+// store, which lets no path climb out (and, in a cluster, fetches a file
+// another replica received). Nothing it serves can act as a page of the
+// console's origin: only raster images are shown inline, everything else
+// is an attachment, never sniffed, and a sandbox CSP disarms what a
+// browser might still render.
 func (c *Console) handleFile(w http.ResponseWriter, r *http.Request) {
 	rel, ok := strings.CutPrefix(path.Clean("/"+r.URL.Query().Get("path")), "/"+media.Dir+"/")
 	if !ok || c.opts.Files == nil {
@@ -106,15 +134,21 @@ func (c *Console) handleFile(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	ct := mime.TypeByExtension(path.Ext(rel))
-	if !strings.HasPrefix(ct, "image/") || ct == "image/svg+xml" {
-		// Only raster images are shown inline; anything else (an SVG can
-		// carry script) is offered as a download.
-		w.Header().Set("Content-Disposition", "attachment")
+	ct, _, _ := strings.Cut(mime.TypeByExtension(strings.ToLower(path.Ext(rel))), ";")
+	if !inlineImages[ct] {
+		// Only raster images are shown inline; anything else (an SVG or
+		// an HTML file can carry script) is offered as a download.
+		name := media.SafeName(r.URL.Query().Get("name"))
+		if r.URL.Query().Get("name") == "" {
+			name = path.Base(rel)
+		}
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 		ct = "application/octet-stream"
 	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cache-Control", "private, no-cache")
 	http.ServeContent(w, r, "", st.ModTime(), f)
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -156,8 +157,15 @@ func entry(m *markup, e entryView, withChat bool) {
 		m.el("div", e.Undelivered, "class", "text error", "role", "status")
 	case e.Role == "tool":
 		m.el("pre", e.Text, "class", "text tool")
-	default:
+	case e.HTML != "":
+		m.open("div", "class", "text md")
+		m.rendered(e.HTML)
+		m.close("div")
+	case e.Text != "":
 		m.el("div", e.Text, "class", "text")
+	}
+	if e.Question != nil {
+		question(m, e.ChatKey, *e.Question)
 	}
 	if len(e.Images) > 0 {
 		m.open("div", "class", "images")
@@ -168,6 +176,19 @@ func entry(m *markup, e entryView, withChat bool) {
 		}
 		m.close("div")
 	}
+	if len(e.Downloads) > 0 {
+		m.open("ul", "class", "downloads plain")
+		for _, f := range e.Downloads {
+			m.open("li")
+			m.open("a", "href", f.URL, "download", on)
+			m.text("📎 " + f.Name)
+			m.close("a")
+			m.raw(" ")
+			m.el("span", f.Size, "class", "muted")
+			m.close("li")
+		}
+		m.close("ul")
+	}
 	if len(e.Files) > 0 {
 		m.open("div", "class", "files")
 		for _, f := range e.Files {
@@ -177,6 +198,35 @@ func entry(m *markup, e entryView, withChat bool) {
 		m.close("div")
 	}
 	m.close("li")
+}
+
+// question writes the choices of a question the bot asked: a button each
+// while it takes answers, else the choices as text with the one taken
+// marked where the log tells.
+func question(m *markup, chatKey string, q questionView) {
+	if !q.Open {
+		m.open("ol", "class", "choices closed", "aria-label", "Choices (closed)")
+		for i, ch := range q.Choices {
+			m.open("li", "?class", when(q.Answer == i+1, "chosen"))
+			m.text(ch)
+			if q.Answer == i+1 {
+				m.raw(` <span class="tag ok">chosen</span>`)
+			}
+			m.close("li")
+		}
+		m.close("ol")
+		if q.Answer == 0 && q.Checked {
+			m.el("p", "This question no longer takes answers.", "class", "muted")
+		}
+		return
+	}
+	vals, _ := json.Marshal(map[string]string{"chat": chatKey})
+	m.open("div", "class", "choices", "role", "group", "aria-label", "Answer the question")
+	for i, ch := range q.Choices {
+		m.el("button", ch, "type", "button", "hx-post", "/console/questions/"+url.PathEscape(q.ID)+"/"+strconv.Itoa(i+1),
+			"hx-vals", string(vals), "hx-swap", "none", "data-after", "answered")
+	}
+	m.close("div")
 }
 
 // pending writes one approval request with its Approve and Deny buttons.

@@ -23,6 +23,11 @@ const on = "\x00on"
 // raw writes constant markup. Never pass it data.
 func (m *markup) raw(s string) { m.b.WriteString(s) }
 
+// rendered writes HTML the Markdown renderer made (markdown.go), the one
+// kind of markup that is not a constant: its renderers let through only
+// formatting.
+func (m *markup) rendered(h renderedHTML) { m.b.WriteString(string(h)) }
+
 // text writes s as text, escaped.
 func (m *markup) text(s string) { m.b.WriteString(html.EscapeString(s)) }
 

@@ -3,11 +3,14 @@
 (function () {
   "use strict";
 
-  function flash(msg) {
+  // flash shows a line at the top of the page: why something failed, or
+  // (ok) what an action did, such as the answer to a question's button.
+  function flash(msg, ok) {
     var el = document.getElementById("flash");
     if (!el) return;
     el.textContent = msg;
     el.hidden = !msg;
+    el.classList.toggle("ok", !!ok);
   }
 
   function refresh() {
@@ -24,6 +27,10 @@
   document.addEventListener("htmx:responseError", function (ev) {
     var xhr = ev.detail.xhr;
     flash((xhr && xhr.responseText ? xhr.responseText.trim() : "") || "The request failed (" + (xhr ? xhr.status : "?") + ").");
+    // A refused answer (already answered, expired) changed the question:
+    // show it as it is now.
+    var elt = ev.detail.elt;
+    if (elt && elt.dataset && elt.dataset.after === "answered") refresh();
   });
   document.addEventListener("htmx:sendError", function () {
     flash("ship did not answer: is it still running?");
@@ -34,6 +41,10 @@
     var after = elt.dataset.after;
     if (!after) return;
     flash("");
+    if (after === "answered") {
+      var xhr = ev.detail.xhr;
+      flash(xhr && xhr.responseText ? xhr.responseText.trim() : "Answered.", true);
+    }
     if (after === "sent") {
       elt.reset();
       var box = elt.querySelector("textarea");
