@@ -91,7 +91,7 @@ func TestMarkdownShowsHostileInputAsTextAndLinksOnlyToTheWeb(t *testing.T) {
 	// Raw HTML is shown, escaped, not dropped: the reader sees what the
 	// model wrote.
 	for src, want := range map[string]string{
-		"<script>alert(1)</script>":      "&lt;script&gt;alert(1)&lt;/script&gt;",
+		"<script>alert(1)</script>":       "&lt;script&gt;alert(1)&lt;/script&gt;",
 		"hi <img src=x onerror=alert(1)>": "hi &lt;img src=x onerror=alert(1)&gt;",
 	} {
 		if got := string(md.render(src)); !strings.Contains(got, want) {
