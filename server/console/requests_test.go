@@ -1,12 +1,19 @@
 package console_test
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
+	"github.com/shipmyagent/ship/runtime/questions"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // get fetches a console URL as a browser on this machine would (no token
@@ -72,5 +79,58 @@ func TestConsoleServesSentFilesAsImagesOrDownloadsOnly(t *testing.T) {
 		if resp, _ := get(t, s.url+"/console/files?path="+p); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("path %q: %d, want 404", p, resp.StatusCode)
 		}
+	}
+}
+
+func TestConsoleAnswerToAQuestionForSomeoneElseIsRefusedAndSaysWhy(t *testing.T) {
+	s := startShip(t)
+	const key = "telegram:chat:-10042"
+	route := turn.Route{Channel: "telegram", ChatID: "-10042", ChatKey: key, ChatType: "supergroup", UserID: "7", Username: "alice"}
+	q, err := s.asks.Ask(context.Background(), questions.Question{ChatKey: key, Route: route, Asked: "telegram:7",
+		Text: "Which plan, Alice?", Choices: []string{"A", "B"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.store.Append(context.Background(), chat.ChatLogEntryV1{Channel: "telegram", ChatID: "-10042", ChatKey: key,
+		Role: chat.RoleAssistant, Text: dispatch.NumberedChoices(q.Shown()),
+		Meta: map[string]any{"via": dispatch.ViaAsk, "questionId": q.ID, "choices": q.Choices}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The page offers the buttons (the question is open) ...
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar}
+	resp, err := client.Get(s.url + "/chats/" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `hx-post="/console/questions/`+q.ID+`/2"`) {
+		t.Fatalf("the chat page shows no button for the open question:\n%s", page)
+	}
+	m := regexp.MustCompile(`X-CSRF-Token&#34;: &#34;([0-9a-f]{64})&#34;`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token in the page")
+	}
+
+	// ... but a press in the console is not Alice's answer.
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/console/questions/"+q.ID+"/2", strings.NewReader(url.Values{"chat": {key}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-CSRF-Token", string(m[1]))
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || strings.TrimSpace(string(body)) != "This question is for someone else." {
+		t.Errorf("the console's answer got %d %q", resp.StatusCode, body)
+	}
+	if got, _ := s.asks.Get(context.Background(), q.ID); got.Answer != 0 {
+		t.Errorf("the question was answered with %d", got.Answer)
 	}
 }
