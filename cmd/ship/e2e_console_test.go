@@ -181,7 +181,10 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#send button")),
 	)
 	want := longText(1200)
-	poll(t, ctx, "the whole reply in the log", `Array.from(document.querySelectorAll("#log .entry.assistant .text")).some(e => e.textContent === `+jsString(want)+`)`)
+	// The log shows the reply formatted: its code block as one, the rest
+	// as paragraphs; every word of it is there, in order.
+	poll(t, ctx, "the whole reply in the log", `Array.from(document.querySelectorAll("#log .entry.assistant .text.md")).some(e =>
+		e.querySelector("pre > code.language-go") !== null && e.textContent.replace(/\s+/g, "") === `+jsString(wordsOf(want))+`)`)
 	poll(t, ctx, "the live reply to be folded into the log", `document.querySelectorAll("#live .entry").length === 0`)
 	lens := eval[[]int](t, ctx, `window.lens`)
 	growing := map[int]bool{}
@@ -254,4 +257,16 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s) // a string always encodes
 	return string(b)
+}
+
+// wordsOf is Markdown's text as a page shows it, without its code fences
+// and whitespace: what the formatted reply must hold, in order.
+func wordsOf(md string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(line, "```") {
+			b.WriteString(strings.Join(strings.Fields(line), ""))
+		}
+	}
+	return b.String()
 }
