@@ -134,3 +134,12 @@ func TestConsoleAnswerToAQuestionForSomeoneElseIsRefusedAndSaysWhy(t *testing.T)
 		t.Errorf("the question was answered with %d", got.Answer)
 	}
 }
+
+func TestConsoleChatListPreviewsAReplyAsWordsNotMarkers(t *testing.T) {
+	s := startShip(t)
+	s.appendEntry(t, chat.RoleAssistant, "**Done.** Run `go test` — see [the docs](https://go.dev/doc/).", nil)
+	_, page := get(t, s.url+"/chats")
+	if !strings.Contains(page, "ship: Done. Run go test — see the docs (https://go.dev/doc/).") || strings.Contains(page, "**Done.**") {
+		t.Errorf("the chat list previews the reply as:\n%s", page)
+	}
+}

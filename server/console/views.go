@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	plainmd "github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -185,7 +186,11 @@ func (d chatsData) write(m *markup) {
 			m.close("span")
 			m.el("time", ago(ch.LastAt), "class", "muted", "datetime", ch.LastAt.UTC().Format("2006-01-02T15:04:05Z"))
 			prefix := map[string]string{"assistant": "ship: ", "tool": "⚙ "}[ch.Last.Role]
-			m.el("span", prefix+ch.Last.Text, "class", "last")
+			last := ch.Last.Text
+			if ch.Last.Role == "assistant" {
+				last = plainmd.Plain(last) // one line of preview: the words, not the markers
+			}
+			m.el("span", prefix+last, "class", "last")
 			m.raw("</a></li>")
 		}
 		m.close("ul")
