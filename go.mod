@@ -24,6 +24,7 @@ require (
 	github.com/tencent-connect/botgo v0.2.1
 	github.com/tmc/langchaingo v0.1.14
 	github.com/yuin/goldmark v1.8.7
+	golang.org/x/net v0.60.0
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.16.0
@@ -68,7 +69,6 @@ require (
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -34,6 +34,9 @@ var serverSeesOfTheCore = []string{
 	// A request's llmConfig is checked by the rules the model calls use
 	// (llm.ValidateCallOptions) before it is submitted.
 	"runtime/llm",
+	// Door.Answer takes who answers a question as a
+	// questions.Answerer.
+	"runtime/questions",
 	// Not the core, but what the binary hands the server beside it: the
 	// MCP servers' status, the scheduled tasks (server.TaskService), and
 	// where the files that log entries list are stored.
