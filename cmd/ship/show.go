@@ -16,18 +16,25 @@ import (
 // chat_send_file (files of the project, kept under .ship/files as sent)
 // and chat_ask (a question with buttons; nil questions leaves it out).
 func chatShowTools(cfg config.Config, qs *questions.Store, d *dispatch.Deliverer) []agent.Tool {
-	var keepOpts []media.Option
-	if cfg.Files.Shared != nil {
-		keepOpts = append(keepOpts, media.WithShared(cfg.Files.Shared))
-	}
 	ts := []agent.Tool{&tools.ChatSendFile{
-		Deliverer: d, Dir: cfg.Dir, Private: config.PrivateNames(),
-		Keep: media.NewStore(cfg.Dir, tools.MaxKeptFileBytes, keepOpts...),
+		Deliverer: d, Dir: cfg.Dir, Private: config.PrivateNames(), Keep: keptFiles(cfg),
 	}}
 	if qs != nil {
 		ts = append(ts, &tools.ChatAsk{Deliverer: d, Questions: qs})
 	}
 	return ts
+}
+
+// keptFiles is the store of .ship/files that sent files are kept in and
+// that the API and the console serve from: its cap is the larger of what
+// people may send and what ship may send, so a download fetched from
+// another replica is never cut at the smaller one.
+func keptFiles(cfg config.Config) *media.Store {
+	var opts []media.Option
+	if cfg.Files.Shared != nil {
+		opts = append(opts, media.WithShared(cfg.Files.Shared))
+	}
+	return media.NewStore(cfg.Dir, max(cfg.Files.MaxBytes, tools.MaxKeptFileBytes), opts...)
 }
 
 // questions is where chat_ask's questions are kept: the shared table in

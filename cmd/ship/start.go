@@ -277,7 +277,7 @@ func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log 
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         p.mcp.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: fr.sched,
-		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, Files: cfg.FileStore(), Redact: p.shell.Redact,
+		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, Files: keptFiles(cfg), Redact: p.shell.Redact,
 		Cluster: rep.status(),
 	})
 	return fr, err
