@@ -201,16 +201,7 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 	if d.Store == nil {
 		return dl, nil
 	}
-	meta := map[string]any{"via": via}
-	if req.MessageID != "" {
-		meta["replyTo"] = req.MessageID
-	}
-	if req.MessageThreadID != 0 {
-		meta["messageThreadId"] = req.MessageThreadID
-	}
-	if req.ThreadID != "" {
-		meta["threadId"] = req.ThreadID
-	}
+	meta := replyMeta(req, via)
 	if dl.Sent != "" {
 		text = dl.Sent
 	}
@@ -231,6 +222,22 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 		zerolog.Ctx(ctx).Error().Err(err).Str("chatKey", req.ChatKey).Msg("logging delivered reply")
 	}
 	return dl, nil
+}
+
+// replyMeta is the meta of an assistant entry: how it was sent (via), and
+// which message, topic or thread it answers.
+func replyMeta(req RequestContext, via string) map[string]any {
+	meta := map[string]any{"via": via}
+	if req.MessageID != "" {
+		meta["replyTo"] = req.MessageID
+	}
+	if req.MessageThreadID != 0 {
+		meta["messageThreadId"] = req.MessageThreadID
+	}
+	if req.ThreadID != "" {
+		meta["threadId"] = req.ThreadID
+	}
+	return meta
 }
 
 // abandon takes a stream whose reply could not be finished out of the

@@ -132,16 +132,8 @@ func (d *Deliverer) DeliverFiles(ctx context.Context, files []OutFile, arts []Ar
 		}
 	}
 	if d.Store != nil {
-		meta := map[string]any{"via": ViaFiles, "artifacts": out}
-		if req.MessageID != "" {
-			meta["replyTo"] = req.MessageID
-		}
-		if req.MessageThreadID != 0 {
-			meta["messageThreadId"] = req.MessageThreadID
-		}
-		if req.ThreadID != "" {
-			meta["threadId"] = req.ThreadID
-		}
+		meta := replyMeta(req, ViaFiles)
+		meta["artifacts"] = out
 		if _, aerr := d.Store.Append(ctx, chat.ChatLogEntryV1{
 			Channel: req.Channel, ChatID: req.ChatID, ChatKey: req.ChatKey,
 			Role: chat.RoleAssistant, Text: FilesText(caption, out), Meta: meta,

@@ -80,10 +80,8 @@ func (d *Deliverer) DeliverQuestion(ctx context.Context, q Question) error {
 	if d.Store == nil {
 		return nil
 	}
-	meta := map[string]any{"via": ViaAsk, "questionId": q.ID, "choices": q.Choices}
-	if req.MessageID != "" {
-		meta["replyTo"] = req.MessageID
-	}
+	meta := replyMeta(req, ViaAsk)
+	meta["questionId"], meta["choices"] = q.ID, q.Choices
 	if _, aerr := d.Store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: req.Channel, ChatID: req.ChatID, ChatKey: req.ChatKey,
 		Role: chat.RoleAssistant, Text: NumberedChoices(q), Meta: meta,
