@@ -33,7 +33,8 @@ type GroupCall struct {
 // spendsBudget reports the methods that post or change a message.
 func spendsBudget(method string) bool {
 	switch method {
-	case "sendmessage", "sendphoto", "senddocument", "editmessagetext", "editmessagereplymarkup":
+	case "sendmessage", "sendphoto", "senddocument", "sendvideo", "sendaudio", "sendvoice", "sendmediagroup",
+		"editmessagetext", "editmessagereplymarkup":
 		return true
 	}
 	return false

@@ -82,7 +82,7 @@ func TestEditMessageTextErrors(t *testing.T) {
 		MessageID int64 `json:"message_id"`
 	}
 	_ = json.Unmarshal(resp.Result, &sent)
-	photo, err := bot.Send(tgbotapi.NewPhoto(-1001, tgbotapi.FileBytes{Name: "p.png", Bytes: []byte{1}}))
+	photo, err := bot.Send(tgbotapi.NewPhoto(-1001, tgbotapi.FileBytes{Name: "p.png", Bytes: PNG(1, 1)}))
 	if err != nil {
 		t.Fatal(err)
 	}

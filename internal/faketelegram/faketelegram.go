@@ -63,9 +63,10 @@ type Options struct {
 // send any shape. Push fills "update_id" when it is missing or zero.
 type Update = map[string]any
 
-// Sent records one successful sendMessage, sendPhoto or sendDocument call.
+// Sent records one message the bot sent: a successful sendMessage or
+// single-file send, or one message of an album (sendMediaGroup).
 type Sent struct {
-	Method    string            // "sendMessage", "sendPhoto" or "sendDocument"
+	Method    string            // "sendMessage", "sendPhoto", "sendDocument", "sendMediaGroup", …
 	ChatID    int64             // the resolved chat_id
 	ThreadID  int64             // message_thread_id, 0 when absent
 	ReplyTo   int64             // reply_parameters.message_id or reply_to_message_id, 0 when absent
@@ -137,9 +138,11 @@ type Server struct {
 	hookURL, hookSecret string
 	hookAllowed         []string
 
-	files   map[string]*fileEntry // by file_id
-	byPath  map[string]*fileEntry // by file_path
-	fileSeq int64
+	sentFiles []SentFile
+	albumSeq  int64
+	files     map[string]*fileEntry // by file_id
+	byPath    map[string]*fileEntry // by file_path
+	fileSeq   int64
 }
 
 // Start starts a fake on 127.0.0.1 on a free port.

@@ -3,6 +3,7 @@ package faketelegram
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -14,6 +15,13 @@ import (
 )
 
 const maxBody = 64 << 20
+
+// maxMultipart caps an upload request: an album of ten files at the limit
+// of each. Parts beyond multipartMemory spill to temporary files.
+const (
+	maxMultipart    = maxAlbum*maxUploadBytes + 1<<20
+	multipartMemory = 32 << 20
+)
 
 // request is one Bot API call, its parameters gathered from the query
 // string and the body (form, multipart or JSON), values as strings.
@@ -78,8 +86,12 @@ var methods = map[string]methodFunc{
 	"deletewebhook":          (*Server).deleteWebhook,
 	"getwebhookinfo":         (*Server).getWebhookInfo,
 	"sendmessage":            (*Server).sendMessage,
-	"sendphoto":              func(s *Server, rq *request) (any, *apiError) { return s.sendMedia(rq, "sendPhoto", "photo") },
-	"senddocument":           func(s *Server, rq *request) (any, *apiError) { return s.sendMedia(rq, "sendDocument", "document") },
+	"sendphoto":              func(s *Server, rq *request) (any, *apiError) { return s.sendFile(rq, "photo") },
+	"senddocument":           func(s *Server, rq *request) (any, *apiError) { return s.sendFile(rq, "document") },
+	"sendvideo":              func(s *Server, rq *request) (any, *apiError) { return s.sendFile(rq, "video") },
+	"sendaudio":              func(s *Server, rq *request) (any, *apiError) { return s.sendFile(rq, "audio") },
+	"sendvoice":              func(s *Server, rq *request) (any, *apiError) { return s.sendFile(rq, "voice") },
+	"sendmediagroup":         (*Server).sendMediaGroup,
 	"sendchataction":         (*Server).sendChatAction,
 	"getfile":                (*Server).getFile,
 	"getchat":                (*Server).getChat,
@@ -161,6 +173,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq, e := readRequest(r)
+	if r.MultipartForm != nil {
+		defer func() { _ = r.MultipartForm.RemoveAll() }()
+	}
 	if e == nil {
 		e = s.spend(method, key, rq)
 	}
@@ -204,7 +219,11 @@ func readRequest(r *http.Request) (*request, *apiError) {
 			}
 		}
 	case "multipart/form-data":
-		if err := r.ParseMultipartForm(maxBody); err != nil {
+		r.Body = http.MaxBytesReader(nil, r.Body, maxMultipart)
+		if err := r.ParseMultipartForm(multipartMemory); err != nil {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				return nil, errTooLarge
+			}
 			return nil, badRequest("can't parse multipart/form-data request")
 		}
 		for k, v := range r.MultipartForm.Value {

@@ -1,5 +1,11 @@
 package faketelegram
 
+import (
+	"bytes"
+	"image"
+	"image/png"
+)
+
 // WithPhoto turns a message update (from PrivateText, GroupText, …) into a
 // photo message: the text becomes the caption and the photo, served by
 // getFile and the file route, has content as its bytes. fileID names it.
@@ -38,4 +44,18 @@ func asMedia(u Update, field string, value any) Update {
 	}
 	m[field] = value
 	return u
+}
+
+// PNG returns a w×h PNG image, for tests that send photos: the fake
+// measures photos as Telegram does and refuses bytes that are no picture.
+func PNG(w, h int) []byte {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 7)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic("faketelegram: encoding a PNG: " + err.Error())
+	}
+	return b.Bytes()
 }

@@ -2,11 +2,7 @@ package faketelegram
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"maps"
-	"mime"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +79,9 @@ type outgoing struct {
 	replyTo      int64
 	allowNoReply bool
 	kb           *keyboard // the inline keyboard, nil without one
+	// entities and mode format the text or caption: the entities (or
+	// caption_entities) JSON and parse_mode as sent.
+	entities, mode string
 }
 
 // target reads chat_id, message_thread_id, the reply parameters and
@@ -97,7 +96,8 @@ func (s *Server) target(rq *request, method, text string) (*outgoing, *apiError)
 		return nil, e
 	}
 	o := &outgoing{method: method, text: text, chatID: chatID, thread: rq.p.int("message_thread_id"),
-		replyTo: rq.p.int("reply_to_message_id"), allowNoReply: rq.p.bool("allow_sending_without_reply"), kb: kb}
+		replyTo: rq.p.int("reply_to_message_id"), allowNoReply: rq.p.bool("allow_sending_without_reply"), kb: kb,
+		mode: rq.p["parse_mode"]}
 	if v := strings.TrimSpace(rq.p["reply_parameters"]); v != "" {
 		var rp struct {
 			MessageID                int64 `json:"message_id"`
@@ -135,11 +135,7 @@ func (s *Server) deliver(rq *request, o *outgoing, fill func(m map[string]any)) 
 		m["is_topic_message"] = true
 	}
 	fill(m)
-	ents := rq.p["entities"]
-	if !o.isText {
-		ents = rq.p["caption_entities"]
-	}
-	b := &botMsg{source: o.text, mode: rq.p["parse_mode"], entities: givenEntities(ents), plain: o.plain,
+	b := &botMsg{source: o.text, mode: o.mode, entities: givenEntities(o.entities), plain: o.plain,
 		isText: o.isText, thread: o.thread}
 	if o.kb != nil {
 		m["reply_markup"] = o.kb.raw
@@ -152,7 +148,7 @@ func (s *Server) deliver(rq *request, o *outgoing, fill func(m map[string]any)) 
 	}
 	c.bot[c.last] = b
 	s.sent = append(s.sent, Sent{Method: o.method, ChatID: o.chatID, ThreadID: o.thread, ReplyTo: o.replyTo,
-		Text: o.text, ParseMode: rq.p["parse_mode"], Buttons: o.kb.rows(), MessageID: c.last,
+		Text: o.text, ParseMode: o.mode, Buttons: o.kb.rows(), MessageID: c.last,
 		Params: maps.Clone(rq.p), At: now})
 	broadcast(&s.sentCh)
 	broadcast(&s.eventCh)
@@ -169,7 +165,7 @@ func (s *Server) sendMessage(rq *request) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	o.plain, o.isText = plain, true
+	o.plain, o.isText, o.entities = plain, true, rq.p["entities"]
 	return s.deliver(rq, o, func(m map[string]any) { m["text"] = plain })
 }
 
@@ -186,98 +182,4 @@ func messageText(text, mode, entities string) (string, *apiError) {
 		return "", badRequest("message is too long")
 	}
 	return plain, nil
-}
-
-// sendMedia serves sendPhoto and sendDocument: field holds a multipart
-// upload, "attach://<name>", a known file_id or an http(s) URL.
-func (s *Server) sendMedia(rq *request, method, field string) (any, *apiError) {
-	caption := rq.p["caption"]
-	o, e := s.target(rq, method, caption)
-	if e != nil {
-		return nil, e
-	}
-	plain, e := formatted(caption, rq.p["parse_mode"], rq.p["caption_entities"])
-	if e != nil {
-		return nil, e
-	}
-	if utf8.RuneCountInString(plain) > maxCaptionLen {
-		return nil, badRequest("message caption is too long")
-	}
-	name, content, fileID, e := s.mediaInput(rq, field)
-	if e != nil {
-		return nil, e
-	}
-	o.plain = plain
-	return s.deliver(rq, o, func(m map[string]any) {
-		if fileID == "" {
-			s.fileSeq++
-			fileID = fmt.Sprintf("%s-%d", field, s.fileSeq)
-			dir := map[string]string{"photo": "photos", "document": "documents"}[field]
-			ext := path.Ext(name)
-			if ext == "" && field == "photo" {
-				ext = ".jpg"
-			}
-			s.addFileLocked(fileID, fmt.Sprintf("%s/file_%d%s", dir, s.fileSeq, ext), content)
-		}
-		rq.p[field] = fileID
-		f := s.files[fileID]
-		size := 0
-		if f != nil {
-			size = len(f.content)
-		}
-		unique := "AQAD" + fileID
-		if f != nil {
-			unique = f.unique
-		}
-		if field == "photo" {
-			m["photo"] = []map[string]any{{"file_id": fileID, "file_unique_id": unique, "file_size": size,
-				"width": 320, "height": 320}}
-		} else {
-			doc := map[string]any{"file_id": fileID, "file_unique_id": unique, "file_size": size}
-			if name != "" {
-				doc["file_name"] = name
-				if t := mime.TypeByExtension(path.Ext(name)); t != "" {
-					doc["mime_type"] = t
-				}
-			}
-			m["document"] = doc
-		}
-		if plain != "" {
-			m["caption"] = plain
-		}
-	})
-}
-
-// mediaInput reads the file of a send: an upload (content, no fileID yet),
-// a known file_id or a URL (fileID set).
-func (s *Server) mediaInput(rq *request, field string) (name string, content []byte, fileID string, e *apiError) {
-	fh := rq.files[field]
-	if v, ok := strings.CutPrefix(rq.p[field], "attach://"); ok {
-		fh = rq.files[v]
-	}
-	if fh != nil {
-		f, err := fh.Open()
-		if err == nil {
-			content, err = io.ReadAll(f)
-			f.Close()
-		}
-		if err != nil {
-			return "", nil, "", badRequest("can't read the uploaded file")
-		}
-		return fh.Filename, content, "", nil
-	}
-	v := strings.TrimSpace(rq.p[field])
-	if v == "" {
-		return "", nil, "", badRequest("there is no %s in the request", field)
-	}
-	s.mu.Lock()
-	known := s.files[v] != nil
-	s.mu.Unlock()
-	if known {
-		return "", nil, v, nil
-	}
-	if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
-		return path.Base(v), nil, "", nil
-	}
-	return "", nil, "", badRequest("wrong file identifier/HTTP URL specified")
 }

@@ -124,14 +124,14 @@ func TestFilesAndUploads(t *testing.T) {
 		t.Fatalf("unknown file: %+v", e)
 	}
 
-	photo := tgbotapi.NewPhoto(42, tgbotapi.FileBytes{Name: "a.png", Bytes: []byte{1, 2, 3}})
+	photo := tgbotapi.NewPhoto(42, tgbotapi.FileBytes{Name: "a.png", Bytes: PNG(3, 2)})
 	photo.Caption = "a <b>pic</b>"
 	photo.ParseMode = "HTML"
 	msg, err := bot.Send(photo)
 	if err != nil || len(msg.Photo) == 0 || msg.Caption != "a pic" {
 		t.Fatalf("sendPhoto: %+v %v", msg, err)
 	}
-	if b, ok := s.FileContent(msg.Photo[0].FileID); !ok || !bytes.Equal(b, []byte{1, 2, 3}) {
+	if b, ok := s.FileContent(msg.Photo[len(msg.Photo)-1].FileID); !ok || !bytes.Equal(b, PNG(3, 2)) {
 		t.Fatalf("uploaded content %v %v", b, ok)
 	}
 	doc := tgbotapi.NewDocument(42, tgbotapi.FileID("F1"))
@@ -140,7 +140,7 @@ func TestFilesAndUploads(t *testing.T) {
 	}
 	sent := s.Sent()
 	if len(sent) != 2 || sent[0].Method != "sendPhoto" || sent[0].Text != "a <b>pic</b>" ||
-		sent[0].Params["photo"] != msg.Photo[0].FileID || sent[1].Method != "sendDocument" {
+		sent[0].Params["photo"] != msg.Photo[len(msg.Photo)-1].FileID || sent[1].Method != "sendDocument" {
 		t.Fatalf("Sent %+v", sent)
 	}
 	// Uploads go through tgbotapi's UploadFiles, whose errors carry no Code.
