@@ -57,6 +57,20 @@ func (a *api) call(ctx context.Context, method string, params tgbotapi.Params) (
 	return resp.Result, nil
 }
 
+// upload runs one Bot API method with files, as multipart/form-data.
+// tgbotapi's UploadFiles leaves the error's Code empty: it is taken from
+// the response, so callers tell 429 and 400 apart as for call.
+func (a *api) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile) (json.RawMessage, error) {
+	resp, err := a.bot(ctx).UploadFiles(method, params, files)
+	if err != nil {
+		if te, ok := apiError(err); ok && te.Code == 0 && resp != nil {
+			te.Code = resp.ErrorCode
+		}
+		return nil, a.redact(fmt.Errorf("telegram %s: %w", method, err))
+	}
+	return resp.Result, nil
+}
+
 // redact replaces the token in err's text while keeping errors.As working
 // for the *tgbotapi.Error inside.
 func (a *api) redact(err error) error {

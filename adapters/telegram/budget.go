@@ -18,7 +18,8 @@ var errGroupBusy = errors.New("the group's message budget is spent for now")
 // they all take from its one budget (see Limits).
 func spendsBudget(method string) bool {
 	switch method {
-	case "sendMessage", "editMessageText", "editMessageReplyMarkup", "sendPhoto", "sendDocument":
+	case "sendMessage", "editMessageText", "editMessageReplyMarkup", "sendPhoto", "sendDocument", "sendVideo",
+		"sendAudio", "sendVoice", "sendMediaGroup":
 		return true
 	}
 	return false

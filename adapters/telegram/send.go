@@ -195,17 +195,18 @@ func (s *sender) pruneLocked() {
 	}
 }
 
-// wait blocks until the chat may get a message: its 429 pause is over and
-// the rate limiters allow it.
-func (s *sender) wait(ctx context.Context, chatID int64, group bool) error {
+// waitN blocks until the chat may get n messages at once (an album posts
+// several): its 429 pause is over and the rate limiters give n turns, or
+// as many as their bursts hold.
+func (s *sender) waitN(ctx context.Context, chatID int64, group bool, n int) error {
 	p := s.pace(chatID, group)
 	if err := s.sleepPause(ctx, chatID); err != nil {
 		return err
 	}
-	if err := p.lim.Wait(ctx); err != nil {
+	if err := p.lim.WaitN(ctx, max(1, min(n, p.lim.Burst()))); err != nil {
 		return err
 	}
-	return s.global.Wait(ctx)
+	return s.global.WaitN(ctx, max(1, min(n, s.global.Burst())))
 }
 
 func (s *sender) pauseChat(chatID int64, d time.Duration) {
@@ -228,36 +229,82 @@ func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, grou
 // sendID is send of a part (with its entities, if any) that returns the id
 // of the message sent.
 func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, group bool, part markdown.Part, markup string) (int64, error) {
-	text, entities := part.Text, entitiesJSON(part.Entities)
+	entities := entitiesJSON(part.Entities)
+	res, err := s.post(ctx, chatID, threadID, group, call{
+		method: "sendMessage", what: "the message", messages: 1,
+		formatted: entities != "" || s.parseMode != "",
+		build: func(chatID, threadID int64, plain bool) (tgbotapi.Params, []tgbotapi.RequestFile, error) {
+			p := messageParams(chatID, threadID, replyTo, part.Text)
+			switch {
+			case plain:
+			case entities != "":
+				p["entities"] = entities
+			case s.parseMode != "":
+				p["parse_mode"] = s.parseMode
+			}
+			if markup != "" {
+				p["reply_markup"] = markup
+			}
+			return p, nil, nil
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	return messageID(res), nil
+}
+
+// call is one Bot API call that posts into a chat, as the sender makes it.
+type call struct {
+	method string
+	what   string // what it posts, for errors: "the message", "the files"
+	// messages is how many messages it posts (an album posts several): the
+	// turns it takes from the chat's pace.
+	messages int
+	// formatted: the call carries entities or a parse_mode, which it can
+	// do without should Telegram refuse them.
+	formatted bool
+	// build gives the parameters and uploads of one attempt into chatID
+	// and topic threadID (0: none); plain leaves the formatting out. It is
+	// called anew for each attempt, so uploads are read from the start.
+	build func(chatID, threadID int64, plain bool) (tgbotapi.Params, []tgbotapi.RequestFile, error)
+}
+
+// post makes c, paced and retried: it waits for the chat's turn, pauses
+// the chat on 429 for retry_after, follows a group's migration to a
+// supergroup, drops formatting Telegram cannot parse and a topic that is
+// gone, and retries server and network errors with backoff. It returns an
+// error only when Telegram will not take it: a bad request, the bot
+// blocked or removed, or retries used up.
+func (s *sender) post(ctx context.Context, chatID, threadID int64, group bool, c call) (json.RawMessage, error) {
 	s.mu.Lock()
 	if id, ok := s.newIDs[chatID]; ok {
 		chatID = id
 	}
 	s.mu.Unlock()
-	parseMode := s.parseMode
+	plain := !c.formatted
 	for attempt := 1; ; attempt++ {
-		if err := s.wait(ctx, chatID, group); err != nil {
-			return 0, fmt.Errorf("telegram send: %w", err)
+		if err := s.waitN(ctx, chatID, group, c.messages); err != nil {
+			return nil, fmt.Errorf("telegram send: %w", err)
 		}
 		if err := dispatch.BeforeWire(ctx); err != nil {
-			return 0, fmt.Errorf("telegram send: %w", err)
+			return nil, fmt.Errorf("telegram send: %w", err)
 		}
-		p := messageParams(chatID, threadID, replyTo, text)
-		switch {
-		case entities != "":
-			p["entities"] = entities
-		case parseMode != "":
-			p["parse_mode"] = parseMode
+		p, files, err := c.build(chatID, threadID, plain)
+		if err != nil {
+			return nil, fmt.Errorf("telegram send: %w", err)
 		}
-		if markup != "" {
-			p["reply_markup"] = markup
+		var res json.RawMessage
+		if len(files) > 0 {
+			res, err = s.api.upload(ctx, c.method, p, files)
+		} else {
+			res, err = s.api.call(ctx, c.method, p)
 		}
-		res, err := s.api.call(ctx, "sendMessage", p)
 		if err == nil {
-			return messageID(res), nil
+			return res, nil
 		}
 		if ctx.Err() != nil {
-			return 0, fmt.Errorf("telegram send: %w", ctx.Err())
+			return nil, fmt.Errorf("telegram send: %w", ctx.Err())
 		}
 		te, isAPI := apiError(err)
 		switch {
@@ -271,36 +318,34 @@ func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, gr
 			s.newIDs[chatID] = te.MigrateToChatID
 			s.mu.Unlock()
 			chatID = te.MigrateToChatID
-		case isAPI && te.Code == http.StatusBadRequest && parseMode != "" && strings.Contains(te.Message, "can't parse entities"):
-			// Formatting must never cost a reply: send it as plain text.
-			s.log.Warn().Int64("chatId", chatID).Str("parseMode", parseMode).Msg("telegram refused the formatting; resending as plain text")
-			parseMode = ""
-		case isAPI && te.Code == http.StatusBadRequest && entities != "" && strings.Contains(te.Message, "can't parse entities"):
-			// The renderer's entities follow Telegram's rules (tested against
-			// the fake); should Telegram still refuse them, the reply goes
-			// out as plain text rather than not at all.
-			s.log.Warn().Int64("chatId", chatID).Str("description", te.Message).Msg("telegram refused the entities; resending as plain text")
-			entities = ""
+		case isAPI && te.Code == http.StatusBadRequest && !plain && strings.Contains(te.Message, "can't parse entities"):
+			// Formatting must never cost a reply: a parse_mode's markup, or
+			// entities that (though tested against the fake) Telegram still
+			// refuses, give way to plain text.
+			s.log.Warn().Int64("chatId", chatID).Str("parseMode", s.parseMode).Str("description", te.Message).
+				Msg("telegram refused the formatting; resending as plain text")
+			plain = true
 		case isAPI && te.Code == http.StatusBadRequest && threadID != 0 && strings.Contains(te.Message, "thread not found"):
 			s.log.Warn().Int64("chatId", chatID).Int64("threadId", threadID).Msg("topic gone; sending to the chat itself")
 			threadID = 0
 		case isAPI && te.Code < 500:
-			// 400, 403 (blocked, kicked): retrying cannot help.
-			s.log.Error().Int64("chatId", chatID).Int("code", te.Code).Str("description", te.Message).Msg("telegram refused the message")
-			return 0, fmt.Errorf("telegram refused the message (%d): %s", te.Code, te.Message)
+			// 400, 403 (blocked, kicked), 413: retrying cannot help.
+			s.log.Error().Int64("chatId", chatID).Int("code", te.Code).Str("description", te.Message).
+				Str("method", c.method).Msg("telegram refused the message")
+			return nil, fmt.Errorf("telegram refused %s (%d): %s", c.what, te.Code, te.Message)
 		default: // 5xx, network
 			if attempt >= s.limits.MaxAttempts {
-				return 0, fmt.Errorf("telegram send failed after %d attempts: %w", attempt, err)
+				return nil, fmt.Errorf("telegram send failed after %d attempts: %w", attempt, err)
 			}
 			wait := adapters.Jitter(s.limits.RetryBase << (attempt - 1))
-			s.log.Warn().Err(err).Int64("chatId", chatID).Dur("wait", wait).Msg("telegram send failed; retrying")
+			s.log.Warn().Err(err).Int64("chatId", chatID).Dur("wait", wait).Str("method", c.method).Msg("telegram send failed; retrying")
 			if !adapters.SleepCtx(ctx, wait) {
-				return 0, fmt.Errorf("telegram send: %w", ctx.Err())
+				return nil, fmt.Errorf("telegram send: %w", ctx.Err())
 			}
 			continue
 		}
 		if attempt >= s.limits.MaxAttempts+2 {
-			return 0, fmt.Errorf("telegram send gave up after %d attempts: %w", attempt, err)
+			return nil, fmt.Errorf("telegram send gave up after %d attempts: %w", attempt, err)
 		}
 	}
 }
