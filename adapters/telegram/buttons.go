@@ -14,6 +14,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
@@ -37,12 +38,14 @@ const (
 // the bot: too old, or not one the bot can read.
 const buttonGone = "This button no longer works."
 
-// SendButtons sends text with one row of inline buttons into req's chat and
-// topic, through the same paced and retried path as SendText (a reply to
-// req's message in groups). A press arrives as a callback_query whose data,
-// Button.Data, handleCallback runs as a command. The message is never
-// split, since its buttons belong to all of it: text over MaxMessageChars
-// is cut short with "…".
+// SendButtons sends text with inline buttons into req's chat and topic,
+// through the same paced and retried path as SendText (a reply to req's
+// message in groups). The text is the model's Markdown, rendered like a
+// reply (entities; a configured parse_mode takes it as written). A press
+// arrives as a callback_query whose data, Button.Data, handleCallback runs
+// as a command. The message is never split, since its buttons belong to
+// all of it: text over MaxMessageChars is cut short with "…", its entities
+// cut with it.
 func (a *Adapter) SendButtons(ctx context.Context, req dispatch.RequestContext, text string, buttons []dispatch.Button) error {
 	markup, err := inlineKeyboard(buttons)
 	if err != nil {
@@ -56,14 +59,41 @@ func (a *Adapter) SendButtons(ctx context.Context, req dispatch.RequestContext, 
 		return err
 	}
 	group := req.ChatType == "group" || req.ChatType == "supergroup"
-	if err := a.sender.send(ctx, chatID, threadID, replyTo, group, truncate(text, MaxMessageChars), markup); err != nil {
+	if _, err := a.sender.sendID(ctx, chatID, threadID, replyTo, group, a.sender.buttonText(text), markup); err != nil {
 		return fmt.Errorf("sending buttons: %w", err)
 	}
 	return nil
 }
 
-// inlineKeyboard is the reply_markup for buttons: one row, each button's
-// callback_data its Data.
+// buttonText renders the text of a message with buttons as one message:
+// cut to MaxMessageChars with "…" when longer.
+func (s *sender) buttonText(text string) markdown.Part {
+	if s.parseMode == "" {
+		plain, ents := markdown.Telegram(text)
+		if plain != "" {
+			if utf16Len(plain) <= MaxMessageChars {
+				return markdown.Part{Text: plain, Entities: ents}
+			}
+			// Split keeps every entity whole within the part; the "…"
+			// after it is plain.
+			p := markdown.Split(plain, ents, MaxMessageChars-1)[0]
+			p.Text += "…"
+			return p
+		}
+	}
+	return markdown.Part{Text: truncate(text, MaxMessageChars)}
+}
+
+// oneRowButtons and oneRowChars say what fits side by side on a phone:
+// up to three short buttons share a row, longer ones get a row each.
+const (
+	oneRowButtons = 3
+	oneRowChars   = 30
+)
+
+// inlineKeyboard is the reply_markup for buttons: one row when up to three
+// short labels fit side by side, else one button per row, so that no label
+// is cut; each button's callback_data is its Data.
 func inlineKeyboard(buttons []dispatch.Button) (string, error) {
 	if len(buttons) == 0 {
 		return "", errors.New("telegram: sending buttons: no buttons")
@@ -73,6 +103,7 @@ func inlineKeyboard(buttons []dispatch.Button) (string, error) {
 		CallbackData string `json:"callback_data"`
 	}
 	row := make([]button, 0, len(buttons))
+	chars := 0
 	for i, b := range buttons {
 		switch {
 		case strings.TrimSpace(b.Text) == "":
@@ -83,9 +114,17 @@ func inlineKeyboard(buttons []dispatch.Button) (string, error) {
 			return "", fmt.Errorf("telegram: sending buttons: data of button %q is %d bytes, over Telegram's limit of %d",
 				b.Text, len(b.Data), MaxCallbackData)
 		}
+		chars += utf8.RuneCountInString(b.Text)
 		row = append(row, button{Text: b.Text, CallbackData: b.Data})
 	}
-	raw, err := json.Marshal(map[string][][]button{"inline_keyboard": {row}})
+	rows := [][]button{row}
+	if len(row) > oneRowButtons || chars > oneRowChars {
+		rows = rows[:0]
+		for _, b := range row {
+			rows = append(rows, []button{b})
+		}
+	}
+	raw, err := json.Marshal(map[string][][]button{"inline_keyboard": rows})
 	if err != nil {
 		return "", fmt.Errorf("telegram: encoding buttons: %w", err)
 	}
@@ -144,6 +183,40 @@ func (a *Adapter) handleCallback(ctx context.Context, u update, bot me) {
 		reply = ""
 	}
 	a.answerCallback(q.ID, reply)
+	if ok && questionClosed(name, reply) {
+		a.closeKeyboard(chatID, int64(m.MessageID))
+	}
+}
+
+// questionClosed reports whether the core's reply to a press on a
+// question's button ("/answer QID n") says the question takes no more
+// answers: answered now, answered before, or expired.
+func questionClosed(command, reply string) bool {
+	if command != "answer" {
+		return false
+	}
+	for _, p := range []string{"Answered:", "Already answered", "This question expired"} {
+		if strings.HasPrefix(reply, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeKeyboard removes the buttons of a question that is closed, in the
+// background, so that everyone in the chat sees it takes no more answers
+// (editMessageReplyMarkup without reply_markup). The edit spends the
+// group's budget like any post; a failure is only logged, since the core
+// refuses further answers anyway.
+func (a *Adapter) closeKeyboard(chatID, messageID int64) {
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "message_id": strconv.FormatInt(messageID, 10)}
+	a.workers.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, answerTimeout)
+		defer cancel()
+		if err := a.sender.call(ctx, chatID, "editMessageReplyMarkup", p, true); err != nil {
+			a.log.Warn().Err(err).Int64("chatId", chatID).Int64("messageId", messageID).Msg("removing the buttons of an answered question failed")
+		}
+	})
 }
 
 // commandData reads a button's data as a command: "/approve 7KQ2MX" →

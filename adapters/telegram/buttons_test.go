@@ -110,7 +110,9 @@ func TestButtonsGoToTheirTopicAndPressesRunCommandsThere(t *testing.T) {
 			{Text: "Approve", CallbackData: "/approve " + topic.code},
 			{Text: "Deny", CallbackData: "/deny " + topic.code},
 		}}
-		if s.ChatID != forum || s.ThreadID != topic.thread || s.ReplyTo != 301+int64(i) || s.Text != "Run `rm -rf build`?" ||
+		// The question is Markdown, shown formatted: the command as code.
+		if s.ChatID != forum || s.ThreadID != topic.thread || s.ReplyTo != 301+int64(i) || s.Text != "Run rm -rf build?" ||
+			s.Params["entities"] != `[{"type":"code","offset":4,"length":12}]` ||
 			!slices.EqualFunc(s.Buttons, want, slices.Equal) {
 			t.Fatalf("sent %+v; want the question with buttons %v in topic %d, a reply to %s", s, want, topic.thread, topic.trigger)
 		}
