@@ -12,10 +12,128 @@ import (
 // paragraph but not closed yet ("**bold so f", "`cod") are closed, and a
 // delimiter run at the very end is left out, so a reader sees formatting
 // grow instead of raw markers that turn into formatting a moment later.
-// An unclosed code fence needs nothing: CommonMark runs it to the end.
-// Complete Markdown renders exactly as Telegram renders it.
+// A link being typed ("[the docs](https://exa") shows its text alone until
+// its URL is complete, and a table whose header is being written shows as
+// the monospace block it will become. An unclosed code fence needs
+// nothing: CommonMark runs it to the end. Complete Markdown renders
+// exactly as Telegram renders it.
 func TelegramPartial(md string) (string, []Entity) {
-	return Telegram(closeOpenSpans(md))
+	md = strings.TrimRight(strings.ToValidUTF8(md, "\uFFFD"), " \t\r\n")
+	return Telegram(closeOpenSpans(finishTable(dropPartialLink(md))))
+}
+
+// lastBlock parses md and returns its source and last leaf block.
+func lastBlock(md string) ([]byte, ast.Node) {
+	src := []byte(md)
+	doc := parser().Parser().Parse(text.NewReader(src))
+	var last ast.Node
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering && n.Type() == ast.TypeBlock {
+			last = n
+		}
+		return ast.WalkContinue, nil
+	})
+	return src, last
+}
+
+// dropPartialLink replaces a link (or image) still being typed at the end
+// of md, "[label](partial-url" or "[label" with no "]" yet, by its label,
+// so the preview shows the words and not the brackets and half a URL. A
+// "[" inside code is left alone.
+func dropPartialLink(md string) string {
+	src, last := lastBlock(md)
+	switch last.(type) {
+	case *ast.Paragraph, *ast.TextBlock, *ast.Heading:
+	default:
+		return md
+	}
+	// The "[" must be in text goldmark left unparsed (not code, not a link
+	// already complete).
+	var segs []text.Segment
+	_ = ast.Walk(last, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		switch n := n.(type) {
+		case *ast.CodeSpan:
+			return ast.WalkSkipChildren, nil
+		case *ast.Text:
+			if entering && !n.IsRaw() {
+				segs = append(segs, n.Segment)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	inText := func(i int) bool {
+		for _, sg := range segs {
+			if i >= sg.Start && i < sg.Stop {
+				return true
+			}
+		}
+		return false
+	}
+	for i := len(src) - 1; i >= 0; i-- {
+		if src[i] == '\n' {
+			break // a link's label and URL stay on one line here
+		}
+		if src[i] != '[' || (i > 0 && src[i-1] == '\\') || !inText(i) {
+			continue
+		}
+		if lines := last.Lines(); lines.Len() > 0 && strings.Count(md[lines.At(0).Start:i], "`")%2 == 1 {
+			return md // inside a code span still open: it is code, shown as typed
+		}
+		label, rest, closed := strings.Cut(md[i+1:], "]")
+		switch {
+		case strings.ContainsAny(label, "[]"):
+			return md
+		case !closed:
+		case rest == "":
+		case strings.HasPrefix(rest, "(") && !strings.Contains(rest, ")"):
+		default:
+			return md
+		}
+		start := i
+		if start > 0 && md[start-1] == '!' {
+			start--
+		}
+		return strings.TrimRight(md[:start]+label, " \t")
+	}
+	return md
+}
+
+// finishTable completes the delimiter row of a table whose header row is
+// the last line of md, or whose delimiter row is being typed, so that the
+// preview shows the table as the aligned monospace block the finished
+// reply has instead of raw pipes.
+func finishTable(md string) string {
+	src, last := lastBlock(md)
+	p, ok := last.(*ast.Paragraph)
+	if !ok {
+		return md
+	}
+	lines := p.Lines()
+	n := lines.Len()
+	line := func(i int) string {
+		sg := lines.At(i)
+		return strings.TrimSpace(string(sg.Value(src)))
+	}
+	header, delim := n-1, false
+	if n >= 2 && strings.HasPrefix(line(n-2), "|") && partialDelimiter(line(n-1)) {
+		header, delim = n-2, true
+	}
+	h := line(header)
+	if !strings.HasPrefix(h, "|") || (!delim && partialDelimiter(h)) {
+		return md
+	}
+	cells := strings.Count(strings.ReplaceAll(strings.Trim(h, "|"), "\\|", ""), "|") + 1
+	row := "|" + strings.Repeat("---|", cells)
+	if delim {
+		return md[:lines.At(n-1).Start] + row
+	}
+	return md + "\n" + row
+}
+
+// partialDelimiter reports whether s could be the start of a table's
+// delimiter row ("|--", "| :-- | -").
+func partialDelimiter(s string) bool {
+	return strings.Trim(s, "|-: \t") == "" && strings.Contains(s, "-")
 }
 
 // closeOpenSpans appends closers for the delimiter runs left unmatched in

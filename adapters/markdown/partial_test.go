@@ -21,6 +21,16 @@ func TestPartialClosesOpenSpans(t *testing.T) {
 		{"```go\nfunc ma", "func ma", "pre"},
 		{"**done** now", "done now", "bold"},
 		{"escaped \\*", "escaped *", ""},
+		// A link being typed shows its words, never brackets or half a URL.
+		{"See [the docs](https://exa", "See the docs", ""},
+		{"See [the docs](", "See the docs", ""},
+		{"See [the docs]", "See the docs", ""},
+		{"See [the do", "See the do", ""},
+		{"![chart](http", "chart", ""},
+		{"[**bold** link](ht", "bold link", "bold"},
+		{"done: [a](https://a.example) and [b](https://b.ex", "done: a and b", "text_link"},
+		{"`x [y](z", "x [y](z", "code"},
+		{"\\[not a link](ht", "[not a link](ht", ""},
 	}
 	for _, c := range cases {
 		text, ents := TelegramPartial(c.md)
@@ -33,6 +43,30 @@ func TestPartialClosesOpenSpans(t *testing.T) {
 		}
 		if err := Check(text, ents); err != nil {
 			t.Errorf("%q: %v", c.md, err)
+		}
+	}
+}
+
+// TestPartialTableShowsAsItsBlock: a table whose header or delimiter row
+// is being written already shows as the monospace block of the finished
+// table, never as raw pipes.
+func TestPartialTableShowsAsItsBlock(t *testing.T) {
+	cases := []struct{ partial, final string }{
+		{"| Name | Age |", "| Name | Age |\n|---|---|"},
+		{"| Name | Age |\n|--", "| Name | Age |\n|---|---|"},
+		{"| Name | Age |\n| :-- | -", "| Name | Age |\n|---|---|"},
+		{"| Name | Ag", "| Name | Ag |\n|---|---|"},
+		{"Results:\n\n| Name | Age |\n|---|---|\n| Bob | 4", "Results:\n\n| Name | Age |\n|---|---|\n| Bob | 4 |"},
+		{"Intro line\n| a | b |", "Intro line\n| a | b |\n|---|---|"},
+	}
+	for _, c := range cases {
+		text, ents := TelegramPartial(c.partial)
+		wt, we := Telegram(c.final)
+		if text != wt || len(ents) != len(we) {
+			t.Errorf("%q: %q %+v, want %q %+v", c.partial, text, ents, wt, we)
+		}
+		if strings.Contains(text, "|-") {
+			t.Errorf("%q shows a raw delimiter row: %q", c.partial, text)
 		}
 	}
 }

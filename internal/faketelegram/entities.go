@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // wireEntity is a MessageEntity as a client sends it in "entities" or
@@ -169,4 +170,18 @@ func givenEntities(raw string) string {
 		return ""
 	}
 	return raw
+}
+
+// CheckEntities reports why the fake (so, by the documented rules, the Bot
+// API) would refuse text sent with entities, the JSON of the "entities"
+// or "caption_entities" parameter, or nil. Renderers' tests use it to
+// hold every output to the rules sendMessage applies.
+func CheckEntities(text, entities string) error {
+	if !utf8.ValidString(text) {
+		return fmt.Errorf("text is not valid UTF-8")
+	}
+	if _, e := checkEntities(text, entities); e != nil {
+		return fmt.Errorf("%s", e.desc)
+	}
+	return nil
 }
