@@ -197,7 +197,9 @@ func TestE2EFilesAndQuestionsInATelegramTopic(t *testing.T) {
 	}
 	// A message after the late tap is answered after anything it queued.
 	ask("ping")
-	waitShown("the echo", func(s faketelegram.Sent) bool { return s.Text == "echo: "+tg.Mention()+" ping" || s.Text == "echo: ping" })
+	waitShown("the echo", func(s faketelegram.Sent) bool {
+		return s.Text == "echo: "+tg.Mention()+" ping" || s.Text == "echo: ping"
+	})
 	acks, turns := 0, 0
 	for _, s := range tg.Shown() {
 		if strings.HasPrefix(s.Text, "ack: ") {
