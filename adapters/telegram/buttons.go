@@ -59,10 +59,27 @@ func (a *Adapter) SendButtons(ctx context.Context, req dispatch.RequestContext, 
 		return err
 	}
 	group := req.ChatType == "group" || req.ChatType == "supergroup"
-	if _, err := a.sender.sendID(ctx, chatID, threadID, replyTo, group, a.sender.buttonText(text), markup); err != nil {
+	part := a.sender.buttonText(text)
+	if isApproval(buttons) {
+		// An approval request shows the call that would run exactly as
+		// asked: Markdown in a command (a backtick, "*", "[x](y)") must not
+		// turn part of it into formatting that hides characters.
+		part = markdown.Part{Text: truncate(text, MaxMessageChars)}
+	}
+	if _, err := a.sender.sendID(ctx, chatID, threadID, replyTo, group, part, markup); err != nil {
 		return fmt.Errorf("sending buttons: %w", err)
 	}
 	return nil
+}
+
+// isApproval reports buttons of a tool approval request ("/approve CODE").
+func isApproval(buttons []dispatch.Button) bool {
+	for _, b := range buttons {
+		if name, _, ok := commandData(b.Data); ok && (name == "approve" || name == "deny") {
+			return true
+		}
+	}
+	return false
 }
 
 // buttonText renders the text of a message with buttons as one message:

@@ -97,7 +97,8 @@ func TestAnsweredQuestionClosesItsButtons(t *testing.T) {
 }
 
 // A reply to an approval press (not a question) leaves the buttons alone,
-// and two or three short labels share one row.
+// an approval request's text goes as written (no Markdown may hide part of
+// the call it shows), and two or three short labels share one row.
 func TestShortButtonsShareARowAndApprovalsKeepTheirs(t *testing.T) {
 	h := &commandHost{}
 	e := newEnv(t, setup{opts: withCommandHost(h)})
@@ -106,12 +107,15 @@ func TestShortButtonsShareARowAndApprovalsKeepTheirs(t *testing.T) {
 	if err := e.adapter.SendButtons(e.ctx(), req, "Go?", yesNo); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.adapter.SendButtons(e.ctx(), req, "Allow it?", approvalButtons("KEEP01")); err != nil {
+	if err := e.adapter.SendButtons(e.ctx(), req, "Run `rm *.tmp *.log`? [docs](https://x.example)", approvalButtons("KEEP01")); err != nil {
 		t.Fatal(err)
 	}
 	sent := e.waitSent(2)
 	if len(sent[0].Buttons) != 1 || len(sent[0].Buttons[0]) != 3 {
 		t.Errorf("buttons %+v, want one row of three", sent[0].Buttons)
+	}
+	if sent[1].Text != "Run `rm *.tmp *.log`? [docs](https://x.example)" || sent[1].Params["entities"] != "" {
+		t.Errorf("approval request sent as %q with entities %s; want it as written", sent[1].Text, sent[1].Params["entities"])
 	}
 	if ans := e.press(42, sent[1].MessageID, 42, "ann", "/approve KEEP01"); !strings.HasPrefix(ans.Text, "Approved") {
 		t.Errorf("answer %q", ans.Text)
@@ -128,7 +132,8 @@ func TestLongButtonTextKeepsItsEntitiesValid(t *testing.T) {
 	e := newEnv(t, setup{})
 	req := dispatch.RequestContext{Channel: "telegram", ChatID: "42", ChatType: "private", ChatKey: "telegram:chat:42"}
 	text := "**" + strings.TrimSpace(strings.Repeat("Bold 😀 words. ", 400)) + "**"
-	if err := e.adapter.SendButtons(e.ctx(), req, text, approvalButtons("LONG02")); err != nil {
+	buttons := []dispatch.Button{{Text: "Yes", Data: "/answer LONG02 1"}, {Text: "No", Data: "/answer LONG02 2"}}
+	if err := e.adapter.SendButtons(e.ctx(), req, text, buttons); err != nil {
 		t.Fatal(err)
 	}
 	s := e.waitSent(1)[0]
@@ -140,7 +145,7 @@ func TestLongButtonTextKeepsItsEntitiesValid(t *testing.T) {
 		t.Errorf("cut text's entities: %v", err)
 	}
 	if n := utf16Units(s.Text); n > telegram.MaxMessageChars || !strings.HasSuffix(s.Text, "…") || !slices.Equal(s.Buttons[0], []faketelegram.Button{
-		{Text: "Approve", CallbackData: "/approve LONG02"}, {Text: "Deny", CallbackData: "/deny LONG02"}}) {
+		{Text: "Yes", CallbackData: "/answer LONG02 1"}, {Text: "No", CallbackData: "/answer LONG02 2"}}) {
 		t.Errorf("sent %d units ending %q with buttons %+v", n, s.Text[len(s.Text)-8:], s.Buttons)
 	}
 	if n := utf16Units(s.Text); n < 4000 {
