@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 )
 
@@ -153,8 +154,12 @@ func closeOpenSpans(md string) string {
 	})
 	switch last.(type) {
 	case *ast.Paragraph, *ast.TextBlock, *ast.Heading:
+	case *ast.FencedCodeBlock:
+		return dropFenceBeingTyped(md)
+	case *east.Table, *east.TableRow, *east.TableHeader, *east.TableCell:
+		return closeLastCell(md)
 	default:
-		return md // code, tables, HTML: nothing to close
+		return md // indented code, HTML: nothing to close
 	}
 	var texts []*ast.Text
 	_ = ast.Walk(last, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -211,6 +216,41 @@ func closeOpenSpans(md string) string {
 		}
 	}
 	return md + closers(openers)
+}
+
+// dropFenceBeingTyped leaves out a last line of fence characters ("“")
+// of a code block: a closing fence half typed would show as code for a
+// moment. Leaving out a complete closing fence changes nothing either:
+// CommonMark runs an unclosed block to the end.
+func dropFenceBeingTyped(md string) string {
+	i := strings.LastIndexByte(md, '\n')
+	line := strings.TrimSpace(md[i+1:])
+	if line == "" || i < 0 || strings.Trim(line, "`") != "" && strings.Trim(line, "~") != "" {
+		return md
+	}
+	return strings.TrimRight(md[:i], " \t\r\n")
+}
+
+// closeLastCell closes the spans open in the table cell being typed (the
+// text after the last "|" of the last row, which has no closing "|" yet).
+// Emphasis never spans cells, so a finished cell is left as it is.
+func closeLastCell(md string) string {
+	line := md[strings.LastIndexByte(md, '\n')+1:]
+	if strings.HasSuffix(line, "|") {
+		return md
+	}
+	cut := len(md) - len(line)
+	for i := len(line) - 1; i >= 0; i-- {
+		if line[i] == '|' && (i == 0 || line[i-1] != '\\') {
+			cut += i + 1
+			break
+		}
+	}
+	cell := strings.TrimLeft(md[cut:], " \t")
+	if cell == "" {
+		return md
+	}
+	return md[:len(md)-len(cell)] + closeOpenSpans(cell)
 }
 
 // closers closes openers, innermost first.

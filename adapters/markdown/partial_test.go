@@ -31,6 +31,10 @@ func TestPartialClosesOpenSpans(t *testing.T) {
 		{"done: [a](https://a.example) and [b](https://b.ex", "done: a and b", "text_link"},
 		{"`x [y](z", "x [y](z", "code"},
 		{"\\[not a link](ht", "[not a link](ht", ""},
+		// A closing fence half typed never shows as code.
+		{"```py\nprint(1)\n``", "print(1)", "pre"},
+		{"```\nx\n```", "x", "pre"},
+		{"~~~\nx\n~", "x", "pre"},
 	}
 	for _, c := range cases {
 		text, ents := TelegramPartial(c.md)
@@ -58,6 +62,9 @@ func TestPartialTableShowsAsItsBlock(t *testing.T) {
 		{"| Name | Ag", "| Name | Ag |\n|---|---|"},
 		{"Results:\n\n| Name | Age |\n|---|---|\n| Bob | 4", "Results:\n\n| Name | Age |\n|---|---|\n| Bob | 4 |"},
 		{"Intro line\n| a | b |", "Intro line\n| a | b |\n|---|---|"},
+		// A cell being typed has its spans closed, as the finished cell will.
+		{"| a | b |\n|---|---|\n| **x", "| a | b |\n|---|---|\n| **x** |"},
+		{"| a | b |\n|---|---|\n| 1 | `co", "| a | b |\n|---|---|\n| 1 | `co` |"},
 	}
 	for _, c := range cases {
 		text, ents := TelegramPartial(c.partial)
