@@ -192,3 +192,21 @@ func TestFileLimits(t *testing.T) {
 		t.Errorf("limits %+v", l)
 	}
 }
+
+// An image Telegram would refuse as a photo (sides more than 1:20 apart)
+// goes whole as a document; with a parse_mode configured the caption goes
+// as written, in that dialect.
+func TestNarrowImageGoesAsADocumentAndParseModeCaptions(t *testing.T) {
+	e := newEnv(t, setup{opts: func(o *telegram.Options) { o.ParseMode = "HTML" }})
+	req := dispatch.RequestContext{Channel: "telegram", ChatID: "42", ChatType: "private", ChatKey: "telegram:chat:42"}
+	strip := faketelegram.PNG(420, 20)
+	ids, err := e.adapter.SendFiles(e.ctx(), req, []dispatch.OutFile{outFile("strip.png", "image", "image/png", strip, nil)}, "<b>wide</b> strip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := e.tg.SentFiles()
+	if len(f) != 1 || f[0].Method != "sendDocument" || !bytes.Equal(f[0].Bytes, strip) || f[0].Caption != "<b>wide</b> strip" ||
+		f[0].ParseMode != "HTML" || ids[0] != f[0].FileID {
+		t.Errorf("sent %+v; want strip.png as a document with the HTML caption", f)
+	}
+}

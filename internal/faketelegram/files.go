@@ -248,7 +248,10 @@ func (s *Server) attachLocked(m map[string]any, typ string, in upload, caption s
 		if w == 0 || h == 0 {
 			w, h = 320, 320
 		}
-		thumb := map[string]any{"file_id": id + "-s", "file_unique_id": unique + "s", "file_size": min(size, 1000),
+		if s.files[id+"-s"] == nil {
+			s.addFileLocked(id+"-s", f.path+".thumb.jpg", f.content[:min(len(f.content), 1000)])
+		}
+		thumb := map[string]any{"file_id": id + "-s", "file_unique_id": s.files[id+"-s"].unique, "file_size": min(size, 1000),
 			"width": max(w/4, 1), "height": max(h/4, 1)}
 		obj["width"], obj["height"] = w, h
 		m["photo"] = []map[string]any{thumb, obj}
