@@ -10,44 +10,7 @@ import (
 // table writes a GFM table as a pre block of aligned columns: Telegram has
 // no tables, and only a monospace font keeps columns lined up.
 func (r *renderer) table(t *east.Table) {
-	var rows [][]string
-	header := -1
-	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
-		var cells []string
-		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
-			cells = append(cells, strings.TrimSpace(plainText(c, r.src)))
-		}
-		if _, ok := row.(*east.TableHeader); ok {
-			header = len(rows)
-		}
-		rows = append(rows, cells)
-	}
-	cols := len(t.Alignments)
-	for _, row := range rows {
-		cols = max(cols, len(row))
-	}
-	widths := make([]int, cols)
-	for _, row := range rows {
-		for i, c := range row {
-			widths[i] = max(widths[i], Width(c))
-		}
-	}
-	var b strings.Builder
-	for n, row := range rows {
-		if n > 0 {
-			b.WriteByte('\n')
-		}
-		writeRow(&b, row, widths, t.Alignments)
-		if n == header {
-			b.WriteByte('\n')
-			sep := make([]string, cols)
-			for i, w := range widths {
-				sep[i] = strings.Repeat("-", w)
-			}
-			writeRow(&b, sep, widths, nil)
-		}
-	}
-	r.code(strings.TrimRight(b.String(), " \n"), Entity{Type: Pre})
+	r.code(strings.TrimRight(tableText(t, r.src), " \n"), Entity{Type: Pre})
 }
 
 // writeRow writes one row, cells padded to widths and joined by " | ".
