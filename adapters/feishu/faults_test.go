@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/shipmyagent/ship/adapters/feishu"
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/internal/fakelark"
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -125,12 +125,18 @@ func TestLostAnswerIsRetriedWithoutADuplicate(t *testing.T) {
 	}
 }
 
+// A reply over one card's 30 KB goes as several cards, cut between
+// paragraphs, each with a uuid of its own, nothing lost.
 func TestLongReplyIsSplit(t *testing.T) {
 	var long strings.Builder
-	for i := 0; long.Len() < 9000; i++ {
-		fmt.Fprintf(&long, "Line %d of a long answer, with some words to fill it.\n", i)
+	for i := 0; long.Len() < 40_000; i++ {
+		fmt.Fprintf(&long, "Paragraph %d of a long answer, with some words to fill it.\n\n", i)
 	}
-	reply := long.String()
+	reply := strings.TrimSpace(long.String())
+	want := len(markdown.Feishu(reply))
+	if want < 2 {
+		t.Fatalf("the reply renders to %d cards", want)
+	}
 	e := newEnv(t, setup{model: func(r fakeopenai.Request) fakeopenai.Response {
 		if len(r.ToolResults()) > 0 {
 			return fakeopenai.Response{}
@@ -139,21 +145,21 @@ func TestLongReplyIsSplit(t *testing.T) {
 		return fakeopenai.Response{ToolCalls: []fakeopenai.ToolCall{{Name: "chat_send", Arguments: string(b)}}}
 	}})
 	e.push(e.lk.P2PText("oc_s", "ou_ann", "tell me everything"))
-	sent := e.waitSent(3)
+	sent := e.waitSent(want)
 	e.idle()
 	uuids := map[string]bool{}
-	var joined strings.Builder
+	var joined []string
 	for i, s := range e.lk.Sent() {
-		if n := utf8.RuneCountInString(s.Text); n > feishu.MaxMessageChars {
-			t.Errorf("part %d: %d characters", i, n)
+		if n := len(s.Content); n > fakelark.MaxCardBytes || s.MsgType != "interactive" {
+			t.Errorf("part %d: a %s of %d bytes", i, s.MsgType, n)
 		}
 		uuids[s.UUID] = true
-		joined.WriteString(s.Text)
+		joined = append(joined, s.Text)
 	}
-	if len(e.lk.Sent()) != 3 || len(uuids) != 3 {
-		t.Errorf("%d parts with %d distinct uuids, want 3 and 3", len(sent), len(uuids))
+	if len(e.lk.Sent()) != want || len(uuids) != want {
+		t.Errorf("%d parts with %d distinct uuids, want %d and %d", len(sent), len(uuids), want, want)
 	}
-	if strings.ReplaceAll(joined.String(), "\n", "") != strings.ReplaceAll(reply, "\n", "") {
+	if strings.Join(joined, "\n") != strings.ReplaceAll(reply, "\n\n", "\n") {
 		t.Error("the parts do not add up to the reply")
 	}
 }

@@ -19,8 +19,8 @@ func TestP2PMessageIsAnswered(t *testing.T) {
 	e.push(ev)
 	s := e.waitSent(1)[0]
 	if s.Path != fakelark.PathCreate || s.ChatID != "oc_p2p" || s.ReceiveIDType != "chat_id" ||
-		s.Text != "echo: hello bot" || s.MsgType != "text" || s.UUID == "" {
-		t.Fatalf("sent %+v, want a new text message in the chat", s)
+		s.Text != "echo: hello bot" || s.MsgType != "interactive" || s.UUID == "" {
+		t.Fatalf("sent %+v, want a new card in the chat", s)
 	}
 	e.idle()
 	es := e.entries("feishu:chat:oc_p2p")

@@ -13,12 +13,13 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
-// MaxMessageChars is the size of one text message ship sends, in
-// characters. Feishu's own limit is on the request body (150 KB); 4,000
+// MaxMessageChars is the size of one plain text message ship sends (text
+// that renders to no card Markdown), in characters. Feishu's own limit is on the request body (150 KB); 4,000
 // characters stay far below it even when every character is escaped
 // (≤ 6 bytes each in JSON), and keep messages readable.
 const MaxMessageChars = 4000
@@ -66,7 +67,10 @@ type finalError struct{ msg string }
 
 func (e *finalError) Error() string { return e.msg }
 
-// SendText is the feishu channel's dispatcher. In groups (and in threads)
+// SendText is the feishu channel's dispatcher. The model's Markdown goes as
+// cards (JSON 2.0) with one rich text (markdown) element each, rendered by
+// markdown.Feishu: code blocks, lists, tables and links show as such, and
+// Feishu's own tags in the text (<at id=all>) show as text. In groups (and in threads)
 // the reply answers the triggering message, in its thread when it has one;
 // in a one-to-one chat it is a new message. Each part carries a uuid that
 // is the same for every attempt of that part, so Feishu drops a repeat of a
@@ -83,21 +87,53 @@ const (
 )
 
 func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text, kind string) error {
+	_, err := a.sendCards(ctx, req, text, kind)
+	return err
+}
+
+// sendCards sends the model's Markdown as one card per part (see
+// markdown.Feishu) and returns their message ids. Text that renders to
+// nothing Feishu can show goes as plain text.
+func (a *Adapter) sendCards(ctx context.Context, req dispatch.RequestContext, text, kind string) ([]string, error) {
 	if req.ChatID == "" {
-		return errors.New("feishu: no chat to send to")
+		return nil, errors.New("feishu: no chat to send to")
 	}
-	parts := split.Split(text, MaxMessageChars)
+	parts := markdown.Feishu(text)
+	msgType := larkim.MsgTypeInteractive
+	if len(parts) == 0 {
+		parts, msgType = split.Split(text, MaxMessageChars), larkim.MsgTypeText
+	}
 	n := a.uuids.next(kind, req.MessageID)
+	var ids []string
 	for i, part := range parts {
-		if err := a.sendPart(ctx, req, part, uuidFor(kind, req.MessageID, n, i)); err != nil {
+		content, err := partContent(msgType, part)
+		if err != nil {
+			return ids, err
+		}
+		id, err := a.sendMessage(ctx, req, msgType, content, uuidFor(kind, req.MessageID, n, i))
+		if err != nil {
 			if i > 0 {
 				// The user has the parts before it: say how far it got.
-				return &dispatch.PartError{Part: i + 1, Parts: len(parts), Err: err}
+				return ids, &dispatch.PartError{Part: i + 1, Parts: len(parts), Err: err}
 			}
-			return err
+			return ids, err
 		}
+		ids = append(ids, id)
 	}
-	return nil
+	return ids, nil
+}
+
+// partContent is the content of one message part: a card showing card
+// Markdown, or a text message.
+func partContent(msgType, part string) (string, error) {
+	if msgType == larkim.MsgTypeInteractive {
+		return cardContent(part)
+	}
+	content, err := json.Marshal(map[string]string{"text": part})
+	if err != nil {
+		return "", fmt.Errorf("feishu send: %w", err)
+	}
+	return string(content), nil
 }
 
 // apiResult is what the adapter reads from an SDK response.
@@ -178,17 +214,6 @@ func isTokenInvalid(code int) bool {
 
 func isRateLimit(code, status int) bool {
 	return status == http.StatusTooManyRequests || code == codeRateLimit || code == codeChatRateLimit
-}
-
-// sendPart delivers one part as a text message, retrying what a retry can
-// fix.
-func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, text, uuid string) error {
-	content, err := json.Marshal(map[string]string{"text": text})
-	if err != nil {
-		return fmt.Errorf("feishu send: %w", err)
-	}
-	_, err = a.sendMessage(ctx, req, larkim.MsgTypeText, string(content), uuid)
-	return err
 }
 
 // A Feishu thread is reached only by replying in it: the adapter says so

@@ -13,6 +13,7 @@ import (
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 	"github.com/rs/zerolog"
 
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/adapters/split"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
@@ -23,16 +24,16 @@ import (
 // well under the first and leave room for several chats at once.
 const StreamInterval = 500 * time.Millisecond
 
-// maxCardBytes is Feishu's limit on a card (30 KB). A card of
-// MaxMessageChars characters stays under it whatever the characters (see
-// TestWorstCaseCardFitsFeishusLimit), so cards are split like text messages.
+// maxCardBytes is Feishu's limit on a card (30 KB). markdown.Feishu cuts
+// replies into parts that stay under it (see
+// TestWorstCaseCardFitsFeishusLimit).
 const maxCardBytes = 30 << 10
 
 // kindCard keeps the uuids of streamed cards apart from replies and notes.
 const kindCard = "card"
 
 // A streamed reply is an interactive card (msg_type interactive, card JSON
-// 1.0 with update_multi) that is sent on the first Show, as a reply where
+// 2.0 with a markdown element, as a finished reply) that is sent on the first Show, as a reply where
 // a text reply would be one, and updated in place with PATCH
 // /open-apis/im/v1/messages/:message_id. CardKit's streaming cards (card
 // entities, element updates with sequence numbers, a streaming mode to
@@ -128,7 +129,7 @@ func (s *cardStream) Show(ctx context.Context, text string) ([]string, error) {
 			return s.ids(), &dispatch.RetryAfter{Wait: wait, Err: errFirstCardLater}
 		}
 	}
-	for i, part := range split.Split(text, MaxMessageChars) {
+	for i, part := range markdown.FeishuPartial(text) {
 		if err := s.put(ctx, i, part, retryNone); err != nil {
 			return s.ids(), err
 		}
@@ -148,7 +149,10 @@ func (s *cardStream) Finish(ctx context.Context, text string) (dispatch.Delivery
 	if len(s.cards) == 0 {
 		return dispatch.Delivery{}, s.a.send(ctx, s.req, text, kindReply)
 	}
-	parts := split.Split(text, MaxMessageChars)
+	parts := markdown.Feishu(text)
+	if len(parts) == 0 {
+		parts = split.Split(text, MaxMessageChars)
+	}
 	for i, part := range parts {
 		err := s.put(ctx, i, part, retryAll)
 		if err == nil {
@@ -292,33 +296,42 @@ func (a *Adapter) deleteMessage(ctx context.Context, messageID string) error {
 	return err
 }
 
-// cardJSON is the card of a streamed reply: card JSON 1.0, which every
-// client shows (2.0 needs client 7.20), one plain-text block like a text
-// reply (the model's text is not read as card markdown, where it could
-// mention everyone), and update_multi, without which Feishu refuses updates.
+// cardJSON is a card showing card Markdown: JSON 2.0 (the schema whose
+// rich text component renders headings, quotes, tables and code blocks
+// with a language; it needs Feishu 7.20 or later), one markdown element.
+// JSON 2.0 cards are always shared, so updates need no update_multi flag;
+// it is declared anyway, as the card update API asks of every card.
 type cardJSON struct {
+	Schema string `json:"schema"`
 	Config struct {
-		UpdateMulti    bool `json:"update_multi"`
-		WideScreenMode bool `json:"wide_screen_mode"`
+		UpdateMulti bool `json:"update_multi"`
 	} `json:"config"`
-	Elements []cardDiv `json:"elements"`
+	Body struct {
+		Elements []any `json:"elements"`
+	} `json:"body"`
 }
 
-type cardDiv struct {
-	Tag  string   `json:"tag"`
-	Text cardText `json:"text"`
-}
-
-type cardText struct {
+type cardMarkdown struct {
 	Tag     string `json:"tag"`
 	Content string `json:"content"`
 }
 
-// cardContent is the content string of a card showing text.
-func cardContent(text string) (string, error) {
-	var c cardJSON
-	c.Config.UpdateMulti, c.Config.WideScreenMode = true, true
-	c.Elements = []cardDiv{{Tag: "div", Text: cardText{Tag: "plain_text", Content: text}}}
+// newCard is a card of elements.
+func newCard(elements ...any) cardJSON {
+	c := cardJSON{Schema: "2.0"}
+	c.Config.UpdateMulti = true
+	c.Body.Elements = elements
+	return c
+}
+
+// cardContent is the content string of a card showing md, card Markdown
+// as markdown.Feishu writes it.
+func cardContent(md string) (string, error) {
+	return encodeCard(newCard(cardMarkdown{Tag: "markdown", Content: md}))
+}
+
+// encodeCard writes a card as the content string of a message.
+func encodeCard(c cardJSON) (string, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // "<" as is: a third of the bytes of "\u003c"

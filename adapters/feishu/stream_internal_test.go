@@ -5,33 +5,39 @@ import (
 	"strings"
 	"testing"
 
-	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+	"github.com/shipmyagent/ship/adapters/markdown"
 )
 
-// Cards are split at MaxMessageChars like text, on the promise that a card
-// of that many characters fits Feishu's 30 KB whatever they are. The
-// costliest characters are escaped twice, once in the card JSON and again
-// in the request body the SDK marshals.
+// Replies are cut by markdown.Feishu on the promise that each part's card
+// fits Feishu's 30 KB on the card JSON whatever the characters: the
+// costliest are escaped as entities and again in the card JSON.
 func TestWorstCaseCardFitsFeishusLimit(t *testing.T) {
 	for name, ch := range map[string]string{
-		"control": "\x01", "line separator": "\u2028", "quote": `"`, "backslash": `\`,
+		"control": "\x01", "quote": `"`, "backslash": `\`,
 		"angle": "<", "emoji": "😀", "cjk": "字", "ascii": "a",
 	} {
-		text := strings.Repeat(ch, MaxMessageChars)
-		content, err := cardContent(text)
-		if err != nil {
-			t.Fatal(err)
+		text := strings.Repeat(strings.Repeat(ch, 300)+"\n", 300)
+		parts := markdown.Feishu(text)
+		if len(parts) == 0 {
+			t.Fatalf("%s: nothing rendered", name)
 		}
-		body, err := json.Marshal(larkim.PatchMessageReqBody{Content: &content})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(body) > maxCardBytes {
-			t.Errorf("%s: a card of %d characters takes %d bytes, over %d", name, MaxMessageChars, len(body), maxCardBytes)
-		}
-		var back cardJSON
-		if err := json.Unmarshal([]byte(content), &back); err != nil || back.Elements[0].Text.Content != text || !back.Config.UpdateMulti {
-			t.Errorf("%s: the card does not carry the text back: %v", name, err)
+		for _, p := range parts {
+			content, err := cardContent(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(content) > maxCardBytes {
+				t.Errorf("%s: a card takes %d bytes, over %d", name, len(content), maxCardBytes)
+			}
+			var back struct {
+				Schema string `json:"schema"`
+				Body   struct {
+					Elements []cardMarkdown `json:"elements"`
+				} `json:"body"`
+			}
+			if err := json.Unmarshal([]byte(content), &back); err != nil || back.Schema != "2.0" || back.Body.Elements[0].Content != p {
+				t.Errorf("%s: the card does not carry the Markdown back: %v", name, err)
+			}
 		}
 	}
 }

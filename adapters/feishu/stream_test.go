@@ -6,12 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters/feishu"
-	"github.com/shipmyagent/ship/adapters/split"
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/internal/fakelark"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/config"
@@ -107,7 +106,7 @@ func TestStreamedReplyIsOneCardUpdatedInPlace(t *testing.T) {
 	if want := steps[1:]; !slices.Equal(seen, want) {
 		t.Errorf("the card showed %q after it was sent, want %q", seen, want)
 	}
-	if sent := e.lk.Sent(); len(sent) != 1 || sent[0].Path != fakelark.PathReply || !sent[0].ReplyInThread || sent[0].Text != "" {
+	if sent := e.lk.Sent(); len(sent) != 1 || sent[0].Path != fakelark.PathReply || !sent[0].ReplyInThread {
 		t.Errorf("sent %+v, want one card replying in the thread", sent)
 	}
 }
@@ -127,13 +126,13 @@ func TestStreamInAOneToOneChatIsANewMessage(t *testing.T) {
 	}
 }
 
-// A reply finished before anything was shown goes as ordinary text.
+// A reply finished before anything was shown goes as an ordinary reply: one card.
 func TestFinishWithoutShowSendsText(t *testing.T) {
 	e := streamEnv(t, nil)
 	s := e.open(trigger(e, e.lk.P2PText("oc_q", "ou_ann", "hi")))
 	e.finish(s, "short answer")
-	if sent := e.lk.Sent(); len(sent) != 1 || sent[0].MsgType != "text" || sent[0].Text != "short answer" {
-		t.Errorf("sent %+v, want one text message", sent)
+	if sent := e.lk.Sent(); len(sent) != 1 || sent[0].MsgType != "interactive" || sent[0].Text != "short answer" || e.lk.Calls(fakelark.PathUpdate) != 0 {
+		t.Errorf("sent %+v, want one card, never updated", sent)
 	}
 }
 
@@ -144,7 +143,7 @@ func TestResumedStreamTakesOverTheCards(t *testing.T) {
 	e := streamEnv(t, nil)
 	ev := e.lk.GroupText("oc_r", "ou_ann", "@_user_1 long story", e.lk.BotMention("@_user_1"))
 	req := trigger(e, ev)
-	long := strings.Repeat("an interrupted sentence\n", 250) // two cards
+	long := strings.Repeat("an interrupted sentence.\n\n", 1500) // two cards
 	left := e.show(e.open(req), long)
 	if len(left) != 2 {
 		t.Fatalf("visible %v, want two cards", left)
@@ -180,18 +179,21 @@ func TestFinishReplacesACardThatCannotBeUpdated(t *testing.T) {
 	}
 }
 
-func TestLongStreamedReplyIsSplitLikeText(t *testing.T) {
+// A streamed reply over one card's limit grows into more cards, cut as a
+// finished reply is: a code block cut between cards keeps its fence and
+// language in each.
+func TestLongStreamedReplyIsSplitLikeAReply(t *testing.T) {
 	e := streamEnv(t, nil)
 	var b strings.Builder
 	b.WriteString("Here is the code:\n```go\n")
-	for i := 0; b.Len() < 10_000; i++ {
+	for i := 0; b.Len() < 40_000; i++ {
 		fmt.Fprintf(&b, "x%d := \"<%d>\" // a line of the program\n", i, i)
 	}
 	b.WriteString("```\nDone.")
 	full := b.String()
 	s := e.open(trigger(e, e.lk.P2PText("oc_l", "ou_ann", "code please")))
 	var first string
-	for _, n := range []int{3000, 5000, 7000} {
+	for _, n := range []int{3000, 20_000, 35_000} {
 		ids := e.show(s, full[:n])
 		if first == "" {
 			first = ids[0]
@@ -201,21 +203,25 @@ func TestLongStreamedReplyIsSplitLikeText(t *testing.T) {
 		}
 	}
 	e.finish(s, full)
-	want := split.Split(full, feishu.MaxMessageChars)
+	want := markdown.Feishu(full)
 	chat := e.lk.Chat("oc_l")
-	if got := texts(chat); !slices.Equal(got, want) || len(want) != 3 {
-		t.Fatalf("the chat shows %d parts, want the splitter's %d", len(got), len(want))
+	if len(chat) != len(want) || len(want) < 2 {
+		t.Fatalf("the chat shows %d parts, want the renderer's %d", len(chat), len(want))
 	}
 	for i, m := range chat {
-		if n := utf8.RuneCountInString(m.Text); n > feishu.MaxMessageChars || m.MsgType != "interactive" {
-			t.Errorf("part %d: %d characters, %s", i, n, m.MsgType)
+		r := fakelark.RenderCard(m.Content)
+		if n := len(m.Content); n > fakelark.MaxCardBytes || m.MsgType != "interactive" {
+			t.Errorf("part %d: %d bytes, %s", i, n, m.MsgType)
 		}
-		if strings.Count(m.Text, "```")%2 != 0 {
-			t.Errorf("part %d has unbalanced fences", i)
+		if len(r.CodeBlocks) != 1 || r.CodeBlocks[0].Lang != "go" || strings.Contains(r.Text, "```") {
+			t.Errorf("part %d shows %d code blocks (%+v), want one in go", i, len(r.CodeBlocks), r.CodeBlocks)
 		}
 	}
-	if len(e.lk.Sent()) != 3 || len(e.lk.Deleted()) != 0 {
-		t.Errorf("%d sent, %d deleted: want 3 cards and nothing thrown away", len(e.lk.Sent()), len(e.lk.Deleted()))
+	if !strings.HasSuffix(chat[len(chat)-1].Text, "Done.") {
+		t.Error("the last card does not end the reply")
+	}
+	if len(e.lk.Sent()) != len(want) || len(e.lk.Deleted()) != 0 {
+		t.Errorf("%d sent, %d deleted: want %d cards and nothing thrown away", len(e.lk.Sent()), len(e.lk.Deleted()), len(want))
 	}
 }
 
@@ -347,8 +353,8 @@ func TestAReplyDoneBeforeTheFirstCardGoesOutOnce(t *testing.T) {
 		t.Fatalf("Show: %v, want a wait until the first card is due", err)
 	}
 	e.finish(s, "a short answer")
-	if sent := e.lk.Sent(); len(sent) != 1 || sent[0].MsgType != "text" || sent[0].Text != "a short answer" {
-		t.Errorf("sent %+v, want one text message", sent)
+	if sent := e.lk.Sent(); len(sent) != 1 || sent[0].MsgType != "interactive" || sent[0].Text != "a short answer" {
+		t.Errorf("sent %+v, want one card", sent)
 	}
 	if n := e.lk.Calls(fakelark.PathUpdate); n != 0 {
 		t.Errorf("%d card updates, want none", n)

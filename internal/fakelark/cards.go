@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -97,40 +96,10 @@ func (s *Server) waitChange(ctx context.Context, cond func() bool) error {
 // it then find it.
 func (s *Server) Know(ev Event) { s.remember(ev.MessageID, ev.info()) }
 
-// CardText returns the text a card shows: the content of its text elements
-// (div text and fields, markdown, plain_text), joined by newlines. It reads
-// card JSON 1.0 ("elements") and 2.0 ("body.elements").
-func CardText(content string) string {
-	var card struct {
-		Elements []json.RawMessage `json:"elements"`
-		Body     struct {
-			Elements []json.RawMessage `json:"elements"`
-		} `json:"body"`
-	}
-	if json.Unmarshal([]byte(content), &card) != nil {
-		return ""
-	}
-	var out []string
-	for _, raw := range append(card.Elements, card.Body.Elements...) {
-		var el struct {
-			Tag     string `json:"tag"`
-			Content string `json:"content"`
-			Text    *struct {
-				Content string `json:"content"`
-			} `json:"text"`
-		}
-		if json.Unmarshal(raw, &el) != nil {
-			continue
-		}
-		switch {
-		case el.Text != nil:
-			out = append(out, el.Text.Content)
-		case el.Tag == "markdown" || el.Tag == "plain_text" || el.Tag == "lark_md":
-			out = append(out, el.Content)
-		}
-	}
-	return strings.Join(out, "\n")
-}
+// CardText returns the text a card shows a reader (RenderCard): its text
+// elements and markdown, Markdown drawn, joined by newlines. It reads card
+// JSON 1.0 ("elements") and 2.0 ("body.elements").
+func CardText(content string) string { return RenderCard(content).Text }
 
 // cardUpdatable reports whether content is card JSON that declares
 // config.update_multi true, which Feishu requires of a card before and after
@@ -270,6 +239,10 @@ func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	} else if err != nil || b.Content == "" || !json.Valid([]byte(b.Content)) {
 		writeJSON(w, http.StatusBadRequest, codeMsg(CodeBadRequest, "invalid content"))
+		return
+	}
+	if err := validateCard(b.Content); err != nil {
+		writeJSON(w, http.StatusBadRequest, codeMsg(CodeBadCard, err.Error()))
 		return
 	}
 	id := r.PathValue("message_id")

@@ -102,10 +102,15 @@ type Sent struct {
 	ThreadID      string // the thread the message landed in, "" when none
 	MsgType       string
 	Content       string // the content JSON string as sent
-	Text          string // content.text for msg_type "text"
-	UUID          string
-	MessageID     string // the id the fake assigned
-	At            time.Time
+	Text          string // content.text for msg_type "text"; a card's text as a reader reads it (Rendered.Text)
+	// Rendered is what a card shows (msg_type "interactive").
+	Rendered Rendered
+	// Key is the image_key or file_key an image, file, media or audio
+	// message carries.
+	Key       string
+	UUID      string
+	MessageID string // the id the fake assigned
+	At        time.Time
 }
 
 // Ack is a websocket client's answer to an event frame.
@@ -148,6 +153,7 @@ type Server struct {
 	messages map[string]msgInfo // known message ids (pushed or sent)
 	edits    editState          // updates, deletions, reactions (cards.go, reactions.go)
 	res      resources          // the message resource API's files (resources.go)
+	uploads  []Upload           // accepted image and file uploads (uploads.go)
 
 	conns   []*wsConn
 	connCh  chan struct{} // closed and replaced when a websocket connects

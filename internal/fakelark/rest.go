@@ -22,6 +22,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST "+PathCreate, s.createMessage)
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{message_id}/reply", s.replyMessage)
 	mux.HandleFunc("GET "+PathResource, s.getResource)
+	mux.HandleFunc("POST "+PathImages, s.uploadImage)
+	mux.HandleFunc("POST "+PathFiles, s.uploadFile)
 	mux.HandleFunc("POST "+PathWSConf, s.wsEndpoint)
 	mux.HandleFunc("GET /ws", s.serveWS)
 	s.routesEdits(mux) // cards.go, reactions.go
@@ -253,9 +255,25 @@ func (s *Server) send(w http.ResponseWriter, b sendBody, out Sent, where msgInfo
 		}
 		out.Text = *c.Text
 	}
-	if b.MsgType == "interactive" && len(b.Content) > MaxCardBytes {
-		writeJSON(w, http.StatusBadRequest, codeMsg(CodeTooLong, "The message body exceeds the size limit."))
+	if b.MsgType == "interactive" {
+		// A card is at most 30 KB of JSON
+		// (https://open.feishu.cn/document/feishu-cards/card-json-v2-structure).
+		if len(b.Content) > MaxCardBytes {
+			writeJSON(w, http.StatusBadRequest, codeMsg(CodeTooLong, "The message body exceeds the size limit."))
+			return
+		}
+		if err := validateCard(b.Content); err != nil {
+			writeJSON(w, http.StatusBadRequest, codeMsg(CodeBadCard, err.Error()))
+			return
+		}
+		out.Rendered = RenderCard(b.Content)
+		out.Text = out.Rendered.Text
+	}
+	if key, err := s.mediaKey(b.MsgType, b.Content); err != nil {
+		writeJSON(w, http.StatusBadRequest, codeMsg(CodeBadRequest, err.Error()))
 		return
+	} else {
+		out.Key = key
 	}
 	now := time.Now()
 	s.mu.Lock()
