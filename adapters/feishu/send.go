@@ -181,6 +181,8 @@ func classify(res apiResult, err error) outcome {
 			return outcomeFinal // the token fetch was refused: bad credentials
 		case errors.As(err, &bad):
 			return outcomeFinal
+		case errors.As(err, new(*readError)):
+			return outcomeFinal // a local file: no retry reads it better
 		}
 		return outcomeTransient
 	}
