@@ -219,6 +219,7 @@ func New(opts Options) (*Adapter, error) {
 	a.events = dispatcher.NewEventDispatcher(opts.VerificationToken, opts.EncryptKey)
 	a.events.InitConfig(larkevent.WithLogger(a.sdkLog), larkevent.WithLogLevel(larkcore.LogLevelDebug))
 	a.events.OnP2MessageReceiveV1(a.onMessage)
+	a.events.OnP2CardActionTrigger(a.onCardAction) // buttons.go
 	if opts.Mode == ModeWebhook {
 		a.hook = httpserverextHandler(a.events)
 	}

@@ -131,4 +131,3 @@ func TestFailureAfterTheFirstFileIsAPartError(t *testing.T) {
 		t.Errorf("ids %v, sent %d: want the first image only", ids, len(e.lk.Sent()))
 	}
 }
-

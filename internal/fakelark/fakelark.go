@@ -154,6 +154,7 @@ type Server struct {
 	edits    editState          // updates, deletions, reactions (cards.go, reactions.go)
 	res      resources          // the message resource API's files (resources.go)
 	uploads  []Upload           // accepted image and file uploads (uploads.go)
+	presses  []Press            // button presses delivered (press.go)
 
 	conns   []*wsConn
 	connCh  chan struct{} // closed and replaced when a websocket connects
