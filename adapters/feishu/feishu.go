@@ -82,7 +82,7 @@ type Options struct {
 	// "" keeps them in memory only.
 	CacheDir string
 	// Streaming shows a reply while the model writes it: a card updated in
-	// place (OpenStream). Off, each reply goes whole as text.
+	// place (OpenStream). Off, each reply goes whole.
 	Streaming bool
 	// FirstCardAfter is how long a reply is written before its first card
 	// is sent (0 → StreamInterval; negative: at once). A reply done by
