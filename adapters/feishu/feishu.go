@@ -86,7 +86,7 @@ type Options struct {
 	Streaming bool
 	// FirstCardAfter is how long a reply is written before its first card
 	// is sent (0 → StreamInterval; negative: at once). A reply done by
-	// then goes out once, as text, instead of a card sent and at once
+	// then goes out once, as one card, instead of a card sent and at once
 	// updated.
 	FirstCardAfter time.Duration
 	// Limits bound the retries of a send (zero values → defaults).
