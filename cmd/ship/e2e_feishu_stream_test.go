@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/internal/fakelark"
 )
 
@@ -55,8 +56,20 @@ func waitChat(ctx context.Context, t *testing.T, lk *fakelark.Server, chatID str
 	return got
 }
 
-func showsText(text string) func([]fakelark.Shown) bool {
-	return func(s []fakelark.Shown) bool { return len(s) > 0 && s[len(s)-1].Text == text }
+// showsText is true once the last card shows md as Feishu draws it.
+func showsText(md string) func([]fakelark.Shown) bool {
+	want := drawn(md)
+	return func(s []fakelark.Shown) bool { return len(s) > 0 && s[len(s)-1].Text == want }
+}
+
+// drawn is what a reader reads of the reply md: its card Markdown
+// (markdown.Feishu) as Feishu draws it.
+func drawn(md string) string {
+	var out []string
+	for _, p := range markdown.Feishu(md) {
+		out = append(out, fakelark.RenderMarkdown(p).Text)
+	}
+	return strings.Join(out, "\n")
 }
 
 // typingGone reports whether the app has no Typing reaction on messageID.
@@ -96,7 +109,7 @@ func TestE2EStreamedRepliesOnFeishu(t *testing.T) {
 		t.Errorf("the card was updated %d times, want ≥ 3", len(updates))
 	}
 	for _, u := range updates {
-		if !strings.HasPrefix(full, u.Text) {
+		if !strings.HasPrefix(drawn(full), u.Text) {
 			t.Errorf("update %.40q… is not a beginning of the reply", u.Text)
 		}
 	}
@@ -152,7 +165,7 @@ func TestE2EFeishuKilledMidStreamEndsWithOneReply(t *testing.T) {
 	asked := lk.GroupText("oc_kill_e2e", "ou_bob", "@_user_1 write 3000", lk.BotMention("@_user_1"))
 	pushFeishu(ctx, t, lk, asked)
 	half := waitChat(ctx, t, lk, "oc_kill_e2e", func(s []fakelark.Shown) bool {
-		return len(s) == 1 && s[0].Updates >= 1 && s[0].Text != full
+		return len(s) == 1 && s[0].Updates >= 1 && s[0].Text != drawn(full)
 	})
 	first := half[0].MessageID
 	if typingGone(lk, asked.MessageID) {
