@@ -122,3 +122,21 @@ func TestFormattedReplyArrivesAsACard(t *testing.T) {
 		t.Errorf("text %q, want the markup shown as written", r.Text)
 	}
 }
+
+// In webhook mode a press comes as an encrypted, signed callback to the
+// webhook, and the toast is the answer's body.
+func TestButtonPressOverTheWebhook(t *testing.T) {
+	e := newEnv(t, setup{mode: feishu.ModeWebhook})
+	e.waitRunning()
+	req := trigger(e, e.lk.P2PText("oc_w", "ou_ann", "hi"))
+	if err := e.adapter.SendButtons(e.ctx(), req, "Status?", []dispatch.Button{{Text: "Show", Data: "/status"}, {Text: "Skip", Data: "/help"}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.lk.PressButtonWebhook(e.ctx(), e.hookURL, encryptKey, e.lk.Sent()[0].MessageID, "ou_ann", "Show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Ack.Code != 200 || p.Toast == nil || !strings.Contains(p.Toast.Content, "Queue:") {
+		t.Errorf("answer %d %s, toast %+v: want /status's reply", p.Ack.Code, p.Ack.Payload, p.Toast)
+	}
+}

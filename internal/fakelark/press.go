@@ -45,30 +45,12 @@ func (s *Server) Presses() []Press {
 // the presser. The press must come within 3 s of an answer (the same
 // page: "the response must come within 3 seconds").
 func (s *Server) PressButton(ctx context.Context, messageID, openID, label string) (Press, error) {
-	s.mu.Lock()
-	m, ok := s.sentLocked(messageID)
-	var shown Shown
-	if ok {
-		shown = s.shownLocked(m)
-	}
-	s.mu.Unlock()
-	if !ok || shown.MsgType != "interactive" {
-		return Press{}, fmt.Errorf("fakelark: %s is no card of the bot", messageID)
-	}
-	var value map[string]any
-	found := false
-	for _, b := range RenderCard(shown.Content).Buttons {
-		if b.Text == label {
-			value, found = b.Value, true
-			break
-		}
-	}
-	if !found {
-		return Press{}, fmt.Errorf("fakelark: card %s has no button %q", messageID, label)
+	m, value, err := s.button(messageID, label)
+	if err != nil {
+		return Press{}, err
 	}
 	payload := s.pressJSON(m, openID, value)
 	var ack Ack
-	var err error
 	for {
 		conn, cerr := s.conn(ctx)
 		if cerr != nil {
@@ -80,7 +62,7 @@ func (s *Server) PressButton(ctx context.Context, messageID, openID, label strin
 			s.drop(conn)
 			continue
 		}
-		if err == nil && time.Since(start) > 3*time.Second {
+		if err == nil && time.Since(start) > pressDeadline {
 			err = fmt.Errorf("fakelark: the bot answered the press after %v, over Feishu's 3 s", time.Since(start).Round(time.Millisecond))
 		}
 		break
@@ -94,17 +76,75 @@ func (s *Server) PressButton(ctx context.Context, messageID, openID, label strin
 		Data []byte `json:"data"` // the handler's response JSON (base64 on the wire)
 	}
 	if json.Unmarshal(ack.Payload, &resp) == nil && resp.Code == http.StatusOK && len(resp.Data) > 0 {
-		var body struct {
-			Toast *Toast `json:"toast"`
-		}
-		if json.Unmarshal(resp.Data, &body) == nil {
-			p.Toast = body.Toast
-		}
+		p.Toast = toastOf(resp.Data)
 	}
 	s.mu.Lock()
 	s.presses = append(s.presses, p)
 	s.mu.Unlock()
 	return p, nil
+}
+
+// PressButtonWebhook presses a button as PressButton does, delivering the
+// callback to a webhook at url, encrypted with encryptKey and signed like
+// an event (card callbacks configured with a request URL come so: same
+// page, 配置回调请求地址). The toast is read from the answer's body.
+func (s *Server) PressButtonWebhook(ctx context.Context, url, encryptKey, messageID, openID, label string) (Press, error) {
+	m, value, err := s.button(messageID, label)
+	if err != nil {
+		return Press{}, err
+	}
+	start := time.Now()
+	status, body, err := s.PostPlain(ctx, url, encryptKey, s.pressJSON(m, openID, value))
+	if err != nil {
+		return Press{}, err
+	}
+	if time.Since(start) > pressDeadline {
+		return Press{}, fmt.Errorf("fakelark: the bot answered the press after %v, over Feishu's 3 s", time.Since(start).Round(time.Millisecond))
+	}
+	p := Press{MessageID: messageID, OpenID: openID, Value: value, Ack: Ack{Code: status, Payload: []byte(body)}}
+	if status == http.StatusOK {
+		p.Toast = toastOf([]byte(body))
+	}
+	s.mu.Lock()
+	s.presses = append(s.presses, p)
+	s.mu.Unlock()
+	return p, nil
+}
+
+// pressDeadline is how long Feishu waits for the answer to a callback
+// (same page: "the response must come within 3 seconds").
+const pressDeadline = 3 * time.Second
+
+// toastOf reads the toast of a callback response body, nil when none.
+func toastOf(body []byte) *Toast {
+	var b struct {
+		Toast *Toast `json:"toast"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Toast == nil || b.Toast.Content == "" {
+		return nil
+	}
+	return b.Toast
+}
+
+// button finds the button labelled label on the bot's card messageID and
+// the value its press sends back.
+func (s *Server) button(messageID, label string) (Sent, map[string]any, error) {
+	s.mu.Lock()
+	m, ok := s.sentLocked(messageID)
+	var shown Shown
+	if ok {
+		shown = s.shownLocked(m)
+	}
+	s.mu.Unlock()
+	if !ok || shown.MsgType != "interactive" {
+		return Sent{}, nil, fmt.Errorf("fakelark: %s is no card of the bot", messageID)
+	}
+	for _, b := range RenderCard(shown.Content).Buttons {
+		if b.Text == label {
+			return m, b.Value, nil
+		}
+	}
+	return Sent{}, nil, fmt.Errorf("fakelark: card %s has no button %q", messageID, label)
 }
 
 // pressJSON is the card.action.trigger callback for a press of a button
