@@ -36,7 +36,7 @@ const kindFile = "file"
 // WEBP, GIF, BMP, ICO, TIFF, HEIC: the upload page's first paragraph). An
 // image of another format (SVG, say) goes as a file.
 var imageMIMEs = map[string]bool{
-	"image/jpeg": true, "image/png": true, "image/webp": true, "image/gif": true,
+	"image/jpeg": true, "image/jpg": true, "image/png": true, "image/webp": true, "image/gif": true,
 	"image/bmp": true, "image/x-icon": true, "image/vnd.microsoft.icon": true,
 	"image/tiff": true, "image/heic": true,
 }
@@ -76,8 +76,11 @@ func uploadFor(f dispatch.OutFile) upload {
 		return upload{image: true, limit: MaxImageBytes}
 	case (f.Kind == "video" || f.Kind == "file") && (mime == "video/mp4" || ext == "mp4"):
 		return upload{fileType: "mp4", msgType: "media", limit: MaxFileBytes}
-	case (f.Kind == "audio" || f.Kind == "voice") && (mime == "audio/opus" || ext == "opus" ||
-		(mime == "audio/ogg" && ext != "oga" && ext != "ogg")):
+	case f.Kind == "voice" && (mime == "audio/ogg" || mime == "audio/opus" || ext == "ogg" || ext == "oga" || ext == "opus"),
+		f.Kind == "audio" && (mime == "audio/opus" || ext == "opus"):
+		// A voice note is Ogg/Opus (chat_send_file sends only those as
+		// voice); other Ogg audio may be Vorbis, which Feishu's audio
+		// message does not play: it goes as a file.
 		return upload{fileType: "opus", msgType: "audio", limit: MaxFileBytes}
 	}
 	ft := "stream"
