@@ -19,9 +19,12 @@ import (
 // more. The model's text must never speak those tags, so the renderer
 // writes Markdown of its own from the syntax tree: what the model meant as
 // formatting becomes Feishu's formatting, and every other character that
-// Feishu would read as syntax is written as an HTML entity, which the same
-// page ("Special characters escape", 特殊字符转义) documents for showing
-// them literally.
+// Feishu would read as syntax is written as an HTML character reference
+// ("&lt;", "&#42;"). JSON 2.0's rich text reads standard Markdown and
+// HTML syntax (https://open.feishu.cn/document/feishu-cards/card-json-v2-breaking-changes-release-notes,
+// "supports HTML syntax and standard Markdown syntax"), where a character
+// reference is shown as its character and opens nothing (CommonMark,
+// "Entity and numeric character references").
 
 // FeishuMaxContent is the most bytes one card's Markdown takes once
 // encoded as a JSON string. Feishu refuses a card over 30 KB
@@ -326,8 +329,8 @@ func atLineStart(b *strings.Builder) bool {
 }
 
 // feishuEntities are the characters Feishu's card Markdown reads as syntax
-// (Markdown's own, and "<" that opens its tags), written as the HTML
-// entities the rich text page lists for showing them as they are.
+// (Markdown's own, and "<" that opens its tags), written as character
+// references, which show them as they are.
 var feishuEntities = map[rune]string{
 	'&': "&amp;", '<': "&lt;", '>': "&gt;",
 	'*': "&#42;", '_': "&#95;", '~': "&#126;", '`': "&#96;",
