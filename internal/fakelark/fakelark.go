@@ -11,6 +11,12 @@
 //   - POST /open-apis/im/v1/messages?receive_id_type=chat_id and
 //     POST /open-apis/im/v1/messages/{message_id}/reply, deduplicated by uuid
 //     as the real API does
+//   - POST /open-apis/im/v1/images and /open-apis/im/v1/files (multipart
+//     uploads with Feishu's size, format and file_type rules, uploads.go);
+//     image, file, media and audio messages must name a key they made
+//   - interactive messages and their updates are validated as card JSON
+//     (validate.go) and drawn as a reader sees them (Sent.Rendered,
+//     RenderCard: Markdown rendered, Feishu's tags in effect, buttons)
 //   - POST /callback/ws/endpoint and the websocket it names, speaking the
 //     protobuf larkws.Frame protocol: event frames out, acks and pings in,
 //     pongs out
@@ -22,8 +28,9 @@
 // Content-Type application/json, which the SDK requires.
 //
 // Tests play the users with PushEvent (websocket) or DeliverWebhook and the
-// event builders (P2PText, GroupText, Post, Image, Event.InThread), and read
-// what the bot did with Sent and WaitSent.
+// event builders (P2PText, GroupText, Post, Image, Event.InThread), press
+// card buttons with PressButton (long connection) or PressButtonWebhook,
+// and read what the bot did with Sent, WaitSent, Uploads and Presses.
 //
 // The package does not import "testing". All methods are safe for
 // concurrent use.
