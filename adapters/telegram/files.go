@@ -145,7 +145,7 @@ func (a *Adapter) mediaOf(f dispatch.OutFile) (outMedia, error) {
 	case "file":
 		m = asDocument
 	default:
-		return outMedia{}, fmt.Errorf("Telegram cannot send a file of kind %q", f.Kind)
+		return outMedia{}, fmt.Errorf("telegram: cannot send a file of kind %q", f.Kind)
 	}
 	if f.Bytes > limit {
 		return outMedia{}, fmt.Errorf("%d bytes is over Telegram's limit of %d MB for %s files", f.Bytes, limit>>20, f.Kind)

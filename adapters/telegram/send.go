@@ -218,16 +218,10 @@ func (s *sender) pauseChat(chatID int64, d time.Duration) {
 	}
 }
 
-// send delivers one part, with markup (reply_markup JSON) when it is not
-// "". It returns an error only when Telegram will not take it: a bad
+// sendID delivers one part (with its entities, if any), with markup
+// (reply_markup JSON) when it is not "", and returns the id of the message
+// sent. It returns an error only when Telegram will not take it: a bad
 // request, the bot blocked or removed, or retries used up.
-func (s *sender) send(ctx context.Context, chatID, threadID, replyTo int64, group bool, text, markup string) error {
-	_, err := s.sendID(ctx, chatID, threadID, replyTo, group, markdown.Part{Text: text}, markup)
-	return err
-}
-
-// sendID is send of a part (with its entities, if any) that returns the id
-// of the message sent.
 func (s *sender) sendID(ctx context.Context, chatID, threadID, replyTo int64, group bool, part markdown.Part, markup string) (int64, error) {
 	entities := entitiesJSON(part.Entities)
 	res, err := s.post(ctx, chatID, threadID, group, call{
