@@ -9,6 +9,7 @@ import (
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher/callback"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
@@ -131,7 +132,7 @@ func (a *Adapter) onCardAction(ctx context.Context, ev *callback.CardActionTrigg
 		return none, nil
 	}
 	str := func(k string) string { s, _ := ev.Event.Action.Value[k].(string); return s }
-	name, args, ok := commandData(str(valueCommand))
+	name, args, ok := adapters.ButtonCommand(str(valueCommand))
 	if !ok {
 		return none, nil
 	}
@@ -193,19 +194,6 @@ func (a *Adapter) pressCommand(name, args string, req dispatch.RequestContext) (
 		}
 	})
 	return "", true
-}
-
-// commandData reads a button's data as a command: "/answer Q1 2" →
-// "answer", "Q1 2". ok is false for data that is not one.
-func commandData(data string) (name, args string, ok bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(data), "/")
-	if !ok {
-		return "", "", false
-	}
-	word, args, _ := strings.Cut(rest, " ")
-	name, _, _ = strings.Cut(word, "@")
-	name = strings.ToLower(name)
-	return name, strings.TrimSpace(args), name != ""
 }
 
 // truncateRunes cuts s to at most n characters, marking the cut.

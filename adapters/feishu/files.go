@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/dispatch"
 )
 
@@ -181,34 +181,12 @@ func (a *Adapter) sendFile(ctx context.Context, req dispatch.RequestContext, f d
 	return key, nil
 }
 
-// readFile reads f whole (at most limit bytes: a file that grew past it
-// since it was checked is refused). Each attempt of an upload reads it
-// afresh.
-func readFile(f dispatch.OutFile, limit int64) ([]byte, error) {
-	rc, err := f.Open()
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", f.Name, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.Name, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is over Feishu's %d MB", f.Name, limit>>20)
-	}
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%s is empty", f.Name)
-	}
-	return b, nil
-}
-
 // uploadImage uploads f with the image upload (image_type message) and
 // returns its image_key.
 func (a *Adapter) uploadImage(ctx context.Context, f dispatch.OutFile) (string, error) {
 	var key string
 	_, err := a.call(ctx, "image upload", retryAll, func(ctx context.Context) (apiResult, error) {
-		b, err := readFile(f, MaxImageBytes)
+		b, err := adapters.ReadOutFile(f, MaxImageBytes)
 		if err != nil {
 			return apiResult{}, &readError{err}
 		}
@@ -233,7 +211,7 @@ func (a *Adapter) uploadImage(ctx context.Context, f dispatch.OutFile) (string, 
 func (a *Adapter) uploadFile(ctx context.Context, f dispatch.OutFile, up upload) (string, error) {
 	var key string
 	_, err := a.call(ctx, "file upload", retryAll, func(ctx context.Context) (apiResult, error) {
-		b, err := readFile(f, up.limit)
+		b, err := adapters.ReadOutFile(f, up.limit)
 		if err != nil {
 			return apiResult{}, &readError{err}
 		}

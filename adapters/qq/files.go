@@ -170,34 +170,13 @@ func (a *Adapter) readFiles(req dispatch.RequestContext, files []dispatch.OutFil
 		if f.Open == nil {
 			return nil, fmt.Errorf("%s: nothing to read it from", f.Name)
 		}
-		b, err := readAtMost(f, limit)
+		b, err := adapters.ReadOutFile(f, limit)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = b
 	}
 	return out, nil
-}
-
-// readAtMost reads f, refusing it when it holds more than max bytes
-// (whatever its Bytes said).
-func readAtMost(f dispatch.OutFile, limit int64) ([]byte, error) {
-	rc, err := f.Open()
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", f.Name, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.Name, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is over %d bytes, the most QQ takes", f.Name, limit)
-	}
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%s is empty", f.Name)
-	}
-	return b, nil
 }
 
 func formats(chatType, kind string) []string {

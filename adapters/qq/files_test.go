@@ -104,7 +104,7 @@ func TestFilesQQDoesNotTakeAreRefusedWithNothingSent(t *testing.T) {
 		want string
 	}{
 		"oversize":            {outFile("big.png", "image", "image/png", big), "at most 10485760 bytes"},
-		"grew after checking": {lying, "over 10485760 bytes"},
+		"grew after checking": {lying, "over the platform's size limit of 10 MB"},
 		"any file":            {outFile("report.pdf", "file", "application/pdf", []byte("%PDF-1.4")), "no file files"},
 		"audio":               {outFile("song.mp3", "audio", "audio/mpeg", []byte("ID3")), "no audio files"},
 		"webp image":          {outFile("x.webp", "image", "image/webp", []byte("RIFF")), "only as image/png, image/jpeg"},

@@ -75,7 +75,7 @@ func (a *Adapter) SendButtons(ctx context.Context, req dispatch.RequestContext, 
 // isApproval reports buttons of a tool approval request ("/approve CODE").
 func isApproval(buttons []dispatch.Button) bool {
 	for _, b := range buttons {
-		if name, _, ok := commandData(b.Data); ok && (name == "approve" || name == "deny") {
+		if name, _, ok := adapters.ButtonCommand(b.Data); ok && (name == "approve" || name == "deny") {
 			return true
 		}
 	}
@@ -178,7 +178,7 @@ func (a *Adapter) handleCallback(ctx context.Context, u update, bot me) {
 		a.answerCallback(q.ID, "")
 		return
 	}
-	name, args, ok := commandData(q.Data)
+	name, args, ok := adapters.ButtonCommand(q.Data)
 	if !ok {
 		a.log.Debug().Int64("chatId", chatID).Int64("userId", from.ID).Msg("button press without a command ignored")
 		a.answerCallback(q.ID, "")
@@ -234,19 +234,6 @@ func (a *Adapter) closeKeyboard(chatID, messageID int64) {
 			a.log.Warn().Err(err).Int64("chatId", chatID).Int64("messageId", messageID).Msg("removing the buttons of an answered question failed")
 		}
 	})
-}
-
-// commandData reads a button's data as a command: "/approve 7KQ2MX" →
-// "approve", "7KQ2MX". ok is false for data that is not one.
-func commandData(data string) (name, args string, ok bool) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(data), "/")
-	if !ok {
-		return "", "", false
-	}
-	word, args, _ := strings.Cut(rest, " ")
-	name, _, _ = strings.Cut(word, "@")
-	name = strings.ToLower(name)
-	return name, strings.TrimSpace(args), name != ""
 }
 
 // answerCallback answers press queryID with text ("" for none) as a short
