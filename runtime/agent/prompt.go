@@ -45,13 +45,19 @@ func (a *agentMD) load() (string, error) {
 	return a.text, nil
 }
 
-// defaultPrompt carries what changes per request (time, where the message
-// came from) and the reply rules. It is rebuilt for every request and never
-// stored in history, so the history stays free of stale metadata.
-func defaultPrompt(now time.Time, chatKey string, req dispatch.RequestContext, hasChannel bool) string {
+// The prompt is laid out stable-first, so that a provider's prefix cache
+// (OpenAI's automatic one, Anthropic's cache_control breakpoints) reuses
+// everything but the last turn: the system message holds only what stays
+// the same across a chat's turns (Agent.md, the reply rules, which chat
+// this is, the skills, the notes, the summary), the history follows, and
+// what changes every turn (the time, who is speaking) comes last, in its
+// own message just before the user's, never stored in history.
+
+// stablePrompt is the part of the system prompt ship writes that is the
+// same for every turn of a chat: where the chat is and how to reply.
+func stablePrompt(chatKey string, req dispatch.RequestContext, hasChannel bool) string {
 	var b strings.Builder
-	b.WriteString("# Runtime\n")
-	fmt.Fprintf(&b, "- Current time: %s\n", now.Format("2006-01-02 15:04:05 Mon MST (-07:00)"))
+	b.WriteString("# Chat\n")
 	if req.Channel != "" {
 		fmt.Fprintf(&b, "- Channel: %s\n", req.Channel)
 	}
@@ -59,9 +65,7 @@ func defaultPrompt(now time.Time, chatKey string, req dispatch.RequestContext, h
 	if req.ChatType != "" {
 		fmt.Fprintf(&b, "- Chat type: %s\n", req.ChatType)
 	}
-	if req.Username != "" || req.UserID != "" {
-		fmt.Fprintf(&b, "- Speaking: %s (id %s)\n", req.Username, req.UserID)
-	}
+	b.WriteString("- The current time and who is speaking are given just before each message, in a [ship runtime] note that is not from the user.\n")
 	b.WriteString("\n# How to reply\n")
 	if hasChannel {
 		b.WriteString("- Everything the user should see must be sent with the chat_send tool. Text you write without calling chat_send may never reach the user.\n")
@@ -71,6 +75,20 @@ func defaultPrompt(now time.Time, chatKey string, req dispatch.RequestContext, h
 	}
 	b.WriteString("- Do not prefix your reply with your name or a role label.\n")
 	b.WriteString("- The conversation above holds only recent turns. When the user refers to something earlier that you cannot see, call chat_load_history (optionally with a keyword) before answering.\n")
+	return b.String()
+}
+
+// runtimeNote is what changes every turn: the time (to the minute: finer
+// would tell the model nothing it needs) and who is speaking. It goes in
+// a message of its own right before the user's, so the user's text stays
+// verbatim and everything before it can be cached.
+func runtimeNote(now time.Time, req dispatch.RequestContext) string {
+	var b strings.Builder
+	b.WriteString("[ship runtime — not from the user]\n")
+	fmt.Fprintf(&b, "- Current time: %s\n", now.Format("2006-01-02 15:04 Mon MST (-07:00)"))
+	if req.Username != "" || req.UserID != "" {
+		fmt.Fprintf(&b, "- Speaking: %s (id %s)\n", req.Username, req.UserID)
+	}
 	return b.String()
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/media"
 )
@@ -51,6 +52,10 @@ type Options struct {
 	// default prompt (the list of skills); each is called once per run and
 	// "" adds nothing.
 	PromptSections []func() string
+	// Notes, when set, adds the long-term notes of the chat (and of the
+	// person speaking, where allowed) to the system prompt, after the
+	// sections; "" adds nothing. It is called once per run.
+	Notes func(ctx context.Context, chatKey string, route dispatch.RequestContext) string
 	// Vision shows the images of the message being answered to the model
 	// as image parts, read through Files: in a cluster the message may
 	// have been received by another replica, and the store fetches what
@@ -143,9 +148,14 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 		log.Warn().Err(err).Msg("history unavailable; running without it")
 	}
 
-	system := systemPrompt(agentText, defaultPrompt(r.opts.Now(), in.ChatKey, req, hasChannel))
+	system := systemPrompt(agentText, stablePrompt(in.ChatKey, req, hasChannel))
 	for _, section := range r.opts.PromptSections {
 		if text := section(); text != "" {
+			system += "\n" + text
+		}
+	}
+	if r.opts.Notes != nil {
+		if text := r.opts.Notes(ctx, in.ChatKey, req); text != "" {
 			system += "\n" + text
 		}
 	}
@@ -153,6 +163,7 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	for _, t := range hist {
 		messages = append(messages, t...)
 	}
+	messages = append(messages, llms.TextParts(llms.ChatMessageTypeHuman, runtimeNote(r.opts.Now(), req)))
 	user := llms.TextParts(llms.ChatMessageTypeHuman, in.Instructions)
 	vision := r.opts.Vision
 	if in.Vision != nil {

@@ -205,15 +205,23 @@ func (ss *sessions) len() int {
 	return ss.lru.Len()
 }
 
-// trim drops whole turns from the front until the limits hold; the newest
-// turn is always kept.
+// trim keeps the history within the limits by dropping whole turns from
+// the front, in a block: once over a limit, the oldest turns go until the
+// history is within half of both limits. Dropping one turn per turn would
+// change the start of the prompt at every turn, and with it everything a
+// provider's prefix cache could reuse; a block keeps the prefix the same
+// for the many turns it takes to fill the other half. The newest turn is
+// always kept.
 func (ss *sessions) trim(turns []exchange) []exchange {
 	msgs, chars := 0, 0
 	for _, t := range turns {
 		msgs += len(t)
 		chars += turnChars(t)
 	}
-	for len(turns) > 1 && (msgs > ss.limits.MaxMessages || chars > ss.limits.MaxChars) {
+	if msgs <= ss.limits.MaxMessages && chars <= ss.limits.MaxChars {
+		return append([]exchange(nil), turns...)
+	}
+	for len(turns) > 1 && (msgs > ss.limits.MaxMessages/2 || chars > ss.limits.MaxChars/2) {
 		msgs -= len(turns[0])
 		chars -= turnChars(turns[0])
 		turns = turns[1:]

@@ -32,8 +32,10 @@ func TestTrimKeepsToolCallsWithTheirResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || textOf(got[0][0]) != "t3" || textOf(got[1][0]) != "t4" {
-		t.Fatalf("kept turns %v, want the newest two whole turns", got)
+	// 15 messages over a limit of 6: the oldest go in a block, down to
+	// half the limit (3 messages, the newest whole turn).
+	if len(got) != 1 || textOf(got[0][0]) != "t4" {
+		t.Fatalf("kept turns %v, want the newest whole turn", got)
 	}
 	// Every tool call kept has its result right after it.
 	msgs := (&session{turns: got}).messages()
@@ -152,5 +154,27 @@ func TestRepliesDeliveredByToolCallsCountAsSeen(t *testing.T) {
 	ec := newToolExecutionContext(msgs, 4, 10)
 	if n := ec.InjectHistory([]HistoryMessage{{Role: "user", Text: "hello", TS: 1}, {Role: "assistant", Text: "hi there", TS: 2}}); n != 0 {
 		t.Errorf("re-injected %d messages already in memory", n)
+	}
+}
+
+// History is trimmed in blocks: once over the limit it drops to half of
+// it, and then stays the same, turn after turn, but for the new turns at
+// its end, until the limit is reached again. The start of the prompt,
+// which a provider's cache reuses, changes once per block, not per turn.
+func TestTrimDropsABlockSoTheStartStaysPut(t *testing.T) {
+	ss := newSessions(HistoryLimits{MaxMessages: 20}, nil)
+	var turns []exchange
+	starts := map[string]int{}
+	for i := range 60 {
+		turns = ss.trim(append(turns, userTurn(fmt.Sprintf("t%d", i), 0), exchange{llms.TextParts(llms.ChatMessageTypeAI, "ok")}))
+		starts[textOf(turns[0][0])]++
+	}
+	// 2 messages a turn, limit 20: a block of 10 turns goes every 5 turns
+	// after the first 10.
+	if len(starts) > 12 {
+		t.Fatalf("the history started at %d different turns over 60 turns, want a few blocks: %v", len(starts), starts)
+	}
+	if n := len(turns); n > 20 {
+		t.Fatalf("%d messages kept, over the limit of 20", n)
 	}
 }

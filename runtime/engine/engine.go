@@ -76,6 +76,9 @@ type Options struct {
 	Toolboxes []agent.Toolbox
 	// PromptSections add text to every run's system prompt (the skills).
 	PromptSections []func() string
+	// Notes adds a chat's long-term notes to its runs' system prompt
+	// (agent.Options.Notes).
+	Notes func(ctx context.Context, chatKey string, route dispatch.RequestContext) string
 	// Observe sees every message once it is logged (the contacts book).
 	Observe func(ctx context.Context, s ingress.Submission)
 	// Questions keeps the questions the ask tool asks; nil: /answer and
@@ -184,7 +187,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	rt, err := agent.New(agent.Options{
-		Gate: gov, Toolboxes: opts.Toolboxes, PromptSections: opts.PromptSections, Model: opts.Model, Tools: tools,
+		Gate: gov, Toolboxes: opts.Toolboxes, PromptSections: opts.PromptSections, Notes: opts.Notes, Model: opts.Model, Tools: tools,
 		Store: st.store, AgentMDPath: opts.AgentMDPath, History: opts.History, Stream: opts.Stream,
 		RetryBackoff: opts.RetryBackoff, MaxTokens: opts.MaxTokens, Vision: opts.Vision, Files: opts.Files,
 		Logger: opts.Logger,

@@ -180,7 +180,7 @@ func TestHistoryInjectionOrderWithoutReinjection(t *testing.T) {
 	}
 	between := func(r fakeopenai.Request) []string {
 		var out []string
-		for _, m := range r.Messages[1:] {
+		for _, m := range dialogue(r) {
 			if m.Role == "user" && m.Content == "what did we discuss?" {
 				break
 			}
@@ -324,8 +324,8 @@ func TestTornLogLineIsSurvived(t *testing.T) {
 		t.Errorf("log after torn line = %s, want %s", got, want)
 	}
 	// The rebuilt history reached the model.
-	msgs := h2.fake.Requests()[0].Messages
-	if len(msgs) != 4 || msgs[1].Content != "before the crash" || msgs[2].Content != "echo: before the crash" {
+	msgs := dialogue(h2.fake.Requests()[0])
+	if len(msgs) != 3 || msgs[0].Content != "before the crash" || msgs[1].Content != "echo: before the crash" {
 		t.Errorf("history after restart: %+v", msgs)
 	}
 }
@@ -340,7 +340,7 @@ func TestHistoryComesBackAfterRuntimeRebuilt(t *testing.T) {
 	h2 := newHarness(t, harnessOptions{dir: dir})
 	h2.ask("8", "m3", "what is my name?")
 	var convo []string
-	for _, m := range h2.fake.Requests()[0].Messages[1:] {
+	for _, m := range dialogue(h2.fake.Requests()[0]) {
 		convo = append(convo, m.Role+":"+m.Content)
 	}
 	want := "user:my name is Ann|assistant:echo: my name is Ann|user:I live in Oslo|assistant:echo: I live in Oslo|user:what is my name?"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -324,4 +325,18 @@ func roles(es []chat.ChatLogEntryV1) string {
 		s += fmt.Sprintf("%s:%s|", e.Role, e.Text)
 	}
 	return s
+}
+
+// dialogue is a model request's conversation: the messages after the
+// system prompt, without the runtime note ship puts before the message
+// being answered (the time, who speaks), which is never history.
+func dialogue(r fakeopenai.Request) []fakeopenai.Message {
+	var out []fakeopenai.Message
+	for _, m := range r.Messages[1:] {
+		if m.Role == "user" && strings.HasPrefix(m.Content, "[ship runtime") {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
