@@ -232,6 +232,7 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 		History: agent.HistoryLimits{
 			MaxChats: cfg.History.MaxChats, MaxMessages: cfg.History.MaxMessages, MaxChars: cfg.History.MaxChars,
 		},
+		SummaryModel: cfg.History.SummaryModel,
 		Queue: queue.Options{
 			Capacity: cfg.Queue.Capacity, Concurrency: cfg.Queue.Concurrency, RunTimeout: cfg.RunTimeout(),
 		},

@@ -52,6 +52,10 @@ type Options struct {
 	// default prompt (the list of skills); each is called once per run and
 	// "" adds nothing.
 	PromptSections []func() string
+	// SummaryModel writes the summaries of a chat's oldest turns when its
+	// history passes the limits (a cheaper model may do); nil: the run's
+	// own model.
+	SummaryModel llms.Model
 	// Notes, when set, adds the long-term notes of the chat (and of the
 	// person speaking, where allowed) to the system prompt, after the
 	// sections; "" adds nothing. It is called once per run.
@@ -143,7 +147,8 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	if err != nil {
 		log.Warn().Err(err).Msg("Agent.md unreadable; running without it")
 	}
-	hist, epoch, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
+	mem, epoch, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
+	hist := mem.turns
 	if err != nil {
 		log.Warn().Err(err).Msg("history unavailable; running without it")
 	}
@@ -158,6 +163,9 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 		if text := r.opts.Notes(ctx, in.ChatKey, req); text != "" {
 			system += "\n" + text
 		}
+	}
+	if mem.summary != "" {
+		system += "\n" + summaryTitle + mem.summary + "\n"
 	}
 	messages := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, system)}
 	for _, t := range hist {
@@ -178,7 +186,8 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	res, runErr := l.run(ctx)
 
 	newTurn := compactTurn(append(exchange{user}, ec.produced()...), r.sessions.limits.MaxToolOutput)
-	r.sessions.update(in.ChatKey, append(l.hist, newTurn), epoch)
+	mem.turns = append(l.hist, newTurn)
+	r.sessions.update(in.ChatKey, r.settle(ctx, l.model(), in.ChatKey, chatRoute{req.Channel, req.ChatID}, mem), epoch)
 	return res, runErr
 }
 

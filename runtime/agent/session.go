@@ -45,6 +45,11 @@ type exchange []llms.MessageContent
 type session struct {
 	key   string
 	turns []exchange
+	// summary stands in for the turns dropped before these ("" for none).
+	summary string
+	// pending are turns dropped while summaries failed, to go into the
+	// next summary that works.
+	pending []exchange
 	// epoch changes whenever the history is replaced from outside a run
 	// (/clear, a rebuild after eviction): a run that read an older epoch
 	// must not write its view back over it.
@@ -74,38 +79,50 @@ func newSessions(limits HistoryLimits, store chat.Log) *sessions {
 	return &sessions{limits: limits.withDefaults(), store: store, lru: list.New(), m: make(map[string]*list.Element)}
 }
 
-// history returns a copy of the chat's turns and their epoch (for
-// update), rebuilding them from the ChatStore when the chat is not in
-// memory (after a restart or eviction). currentText and currentID identify
-// the message being handled, which is already in the store and must not
-// appear as history.
-func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) ([]exchange, uint64, error) {
+// history returns a copy of the chat's turns, the summary of the turns
+// before them and their epoch (for update), rebuilding them from the
+// ChatStore when the chat is not in memory (after a restart or eviction).
+// currentText and currentID identify the message being handled, which is
+// already in the store and must not appear as history.
+func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) (chatMemory, uint64, error) {
 	ss.mu.Lock()
 	if el, ok := ss.m[chatKey]; ok {
 		ss.lru.MoveToFront(el)
 		s := el.Value.(*session)
-		turns := append([]exchange(nil), s.turns...)
+		mem := chatMemory{turns: append([]exchange(nil), s.turns...), summary: s.summary, pending: s.pending}
 		ss.mu.Unlock()
-		return turns, s.epoch, nil
+		return mem, s.epoch, nil
 	}
 	ss.mu.Unlock()
 
-	turns, err := ss.rebuild(ctx, chatKey, currentText, currentID)
+	turns, summary, err := ss.rebuild(ctx, chatKey, currentText, currentID)
 	if err != nil {
-		return nil, 0, err
+		return chatMemory{}, 0, err
 	}
-	return turns, ss.replace(chatKey, turns), nil
+	return chatMemory{turns: turns, summary: summary}, ss.replace(chatKey, turns, summary), nil
 }
 
-func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) ([]exchange, error) {
+// chatMemory is what a run reads of its chat's history: the turns, the
+// summary of those before them, and turns dropped but not yet summarised.
+type chatMemory struct {
+	turns   []exchange
+	summary string
+	pending []exchange
+}
+
+// rebuild reads a chat's history back from its log: the turns after the
+// last /clear, where the latest summary stands for the turns it covers
+// (all but its keptTurns before it).
+func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) ([]exchange, string, error) {
 	if ss.store == nil {
-		return nil, nil
+		return nil, "", nil
 	}
-	// One extra for the current message, a few more for unaddressed group
-	// messages logged after it while it waited.
-	entries, err := ss.store.Recent(ctx, chatKey, ss.limits.MaxMessages+8)
+	// The latest summary lies at most a block and a full history back;
+	// a few more for the current message and unaddressed group messages
+	// logged while it waited.
+	entries, err := ss.store.Recent(ctx, chatKey, 2*ss.limits.MaxMessages+16)
 	if err != nil {
-		return nil, fmt.Errorf("rebuilding history of %s: %w", chatKey, err)
+		return nil, "", fmt.Errorf("rebuilding history of %s: %w", chatKey, err)
 	}
 	cut := len(entries)
 	for i := len(entries) - 1; i >= 0; i-- {
@@ -126,18 +143,43 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 			break
 		}
 	}
-	entries = entries[start:]
-	cut -= start
-	// A message the queue refused is followed by a system entry with its
-	// id; it was never answered and is no part of the conversation.
+	entries = entries[start:cut]
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Role != chat.RoleSummary {
+			continue
+		}
+		kept := 0
+		if n, ok := entries[i].Meta["keptTurns"].(float64); ok && n > 0 {
+			kept = int(n)
+		}
+		before := turnsOf(entries[:i])
+		if len(before) > kept {
+			before = before[len(before)-kept:]
+		}
+		return append(before, turnsOf(entries[i+1:])...), entries[i].Text, nil
+	}
+	// No summary yet (or a chat from before summaries): the newest turns
+	// that fit, as the prompt always held.
+	turns := turnsOf(entries)
+	for len(turns) > 1 && ss.over(turns, 1) {
+		turns = turns[1:]
+	}
+	return turns, "", nil
+}
+
+// turnsOf rebuilds the turns of log entries: each user message with the
+// replies after it. A message the queue refused is followed by a system
+// entry with its id; it was never answered and is no part of the
+// conversation.
+func turnsOf(entries []chat.ChatLogEntryV1) []exchange {
 	refused := map[string]bool{}
-	for _, e := range entries[:cut] {
+	for _, e := range entries {
 		if e.Role == chat.RoleSystem && e.MessageID != "" {
 			refused[e.MessageID] = true
 		}
 	}
 	var turns []exchange
-	for _, e := range entries[:cut] {
+	for _, e := range entries {
 		switch e.Role {
 		case chat.RoleUser:
 			if e.MessageID != "" && refused[e.MessageID] {
@@ -153,38 +195,39 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 			}
 		}
 	}
-	return ss.trim(turns), nil
+	return turns
 }
 
-// update stores a run's turns as the chat's history, trimmed to the
-// limits, if the history is still the one the run read (epoch). After a
-// /clear during the run, or an eviction, it stores nothing: the log keeps
-// the turn, and history rebuilt from it starts after the /clear.
-func (ss *sessions) update(chatKey string, turns []exchange, epoch uint64) {
-	turns = ss.trim(turns)
+// update stores a run's turns and summary as the chat's history (settled
+// by the caller), if the history is still the one the run read (epoch).
+// After a /clear during the run, or an eviction, it stores nothing: the
+// log keeps the turn, and history rebuilt from it starts after the /clear.
+func (ss *sessions) update(chatKey string, mem chatMemory, epoch uint64) {
+	mem.turns = append([]exchange(nil), mem.turns...)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	el, ok := ss.m[chatKey]
 	if !ok || el.Value.(*session).epoch != epoch {
 		return
 	}
-	el.Value.(*session).turns = turns
+	s := el.Value.(*session)
+	s.turns, s.summary, s.pending = mem.turns, mem.summary, mem.pending
 	ss.lru.MoveToFront(el)
 }
 
 // replace sets the chat's history under a new epoch and returns it.
-func (ss *sessions) replace(chatKey string, turns []exchange) uint64 {
-	turns = ss.trim(turns)
+func (ss *sessions) replace(chatKey string, turns []exchange, summary string) uint64 {
+	turns = append([]exchange(nil), turns...)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.epochs++
 	if el, ok := ss.m[chatKey]; ok {
 		s := el.Value.(*session)
-		s.turns, s.epoch = turns, ss.epochs
+		s.turns, s.summary, s.pending, s.epoch = turns, summary, nil, ss.epochs
 		ss.lru.MoveToFront(el)
 		return ss.epochs
 	}
-	ss.m[chatKey] = ss.lru.PushFront(&session{key: chatKey, turns: turns, epoch: ss.epochs})
+	ss.m[chatKey] = ss.lru.PushFront(&session{key: chatKey, turns: turns, summary: summary, epoch: ss.epochs})
 	for ss.lru.Len() > ss.limits.MaxChats {
 		oldest := ss.lru.Back()
 		ss.lru.Remove(oldest)
@@ -196,7 +239,7 @@ func (ss *sessions) replace(chatKey string, turns []exchange) uint64 {
 // forget empties the chat's in-memory history; the ChatStore keeps its log.
 // The chat stays in memory as empty, so it is not rebuilt from the log, and
 // a run under way does not write its older view back.
-func (ss *sessions) forget(chatKey string) { ss.replace(chatKey, nil) }
+func (ss *sessions) forget(chatKey string) { ss.replace(chatKey, nil, "") }
 
 // len is the number of chats in memory.
 func (ss *sessions) len() int {
@@ -205,28 +248,43 @@ func (ss *sessions) len() int {
 	return ss.lru.Len()
 }
 
-// trim keeps the history within the limits by dropping whole turns from
-// the front, in a block: once over a limit, the oldest turns go until the
-// history is within half of both limits. Dropping one turn per turn would
-// change the start of the prompt at every turn, and with it everything a
-// provider's prefix cache could reuse; a block keeps the prefix the same
-// for the many turns it takes to fill the other half. The newest turn is
-// always kept.
-func (ss *sessions) trim(turns []exchange) []exchange {
+// split divides turns into those to keep and the block to drop (and so
+// to summarise): within the limits nothing goes; once over a limit, the
+// oldest turns go until the history is within half of both limits.
+// Dropping one turn per turn would change the start of the prompt at every
+// turn, and with it everything a provider's prefix cache could reuse; a
+// block keeps the prefix the same for the many turns it takes to fill the
+// other half. The newest turn is always kept.
+func (ss *sessions) split(turns []exchange) (kept, dropped []exchange) {
+	if !ss.over(turns, 1) {
+		return turns, nil
+	}
+	i := 0
+	for i < len(turns)-1 && ss.over(turns[i:], 2) {
+		i++
+	}
+	return turns[i:], turns[:i]
+}
+
+// over says whether turns are over the limits divided by div.
+func (ss *sessions) over(turns []exchange, div int) bool {
 	msgs, chars := 0, 0
 	for _, t := range turns {
 		msgs += len(t)
 		chars += turnChars(t)
 	}
-	if msgs <= ss.limits.MaxMessages && chars <= ss.limits.MaxChars {
-		return append([]exchange(nil), turns...)
+	return msgs > ss.limits.MaxMessages/div || chars > ss.limits.MaxChars/div
+}
+
+// overTwice says whether turns are past twice the limits: kept that long
+// only while summaries fail, and then cut regardless.
+func (ss *sessions) overTwice(turns []exchange) bool {
+	msgs, chars := 0, 0
+	for _, t := range turns {
+		msgs += len(t)
+		chars += turnChars(t)
 	}
-	for len(turns) > 1 && (msgs > ss.limits.MaxMessages/2 || chars > ss.limits.MaxChars/2) {
-		msgs -= len(turns[0])
-		chars -= turnChars(turns[0])
-		turns = turns[1:]
-	}
-	return append([]exchange(nil), turns...)
+	return msgs > 2*ss.limits.MaxMessages || chars > 2*ss.limits.MaxChars
 }
 
 func turnChars(t exchange) int {

@@ -27,11 +27,7 @@ func TestTrimKeepsToolCallsWithTheirResults(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		turns = append(turns, userTurn(fmt.Sprintf("t%d", i), 1)) // 3 messages each
 	}
-	ss.replace("k", turns)
-	got, _, err := ss.history(context.Background(), "k", "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := ss.split(turns)
 	// 15 messages over a limit of 6: the oldest go in a block, down to
 	// half the limit (3 messages, the newest whole turn).
 	if len(got) != 1 || textOf(got[0][0]) != "t4" {
@@ -53,8 +49,7 @@ func TestTrimKeepsToolCallsWithTheirResults(t *testing.T) {
 
 func TestNewestTurnIsKeptEvenWhenItAloneIsOverTheLimit(t *testing.T) {
 	ss := newSessions(HistoryLimits{MaxMessages: 2}, nil)
-	ss.replace("k", []exchange{userTurn("old", 0), userTurn("big", 5)})
-	got, _, _ := ss.history(context.Background(), "k", "", "")
+	got, _ := ss.split([]exchange{userTurn("old", 0), userTurn("big", 5)})
 	if len(got) != 1 || textOf(got[0][0]) != "big" || len(got[0]) != 11 {
 		t.Fatalf("got %d turns", len(got))
 	}
@@ -63,13 +58,13 @@ func TestNewestTurnIsKeptEvenWhenItAloneIsOverTheLimit(t *testing.T) {
 func TestLeastRecentlyUsedChatsAreDropped(t *testing.T) {
 	ss := newSessions(HistoryLimits{MaxChats: 3}, nil)
 	for i := 0; i < 5; i++ {
-		ss.replace(fmt.Sprint(i), []exchange{userTurn("x", 0)})
+		ss.replace(fmt.Sprint(i), []exchange{userTurn("x", 0)}, "")
 	}
 	// Touch chat 2 so chat 3 is now the least recently used of {2, 3, 4}.
 	if _, _, err := ss.history(context.Background(), "2", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	ss.replace("5", []exchange{userTurn("x", 0)})
+	ss.replace("5", []exchange{userTurn("x", 0)}, "")
 	if ss.len() != 3 {
 		t.Fatalf("%d chats in memory, want 3", ss.len())
 	}
@@ -166,7 +161,7 @@ func TestTrimDropsABlockSoTheStartStaysPut(t *testing.T) {
 	var turns []exchange
 	starts := map[string]int{}
 	for i := range 60 {
-		turns = ss.trim(append(turns, userTurn(fmt.Sprintf("t%d", i), 0), exchange{llms.TextParts(llms.ChatMessageTypeAI, "ok")}))
+		turns, _ = ss.split(append(turns, userTurn(fmt.Sprintf("t%d", i), 0), exchange{llms.TextParts(llms.ChatMessageTypeAI, "ok")}))
 		starts[textOf(turns[0][0])]++
 	}
 	// 2 messages a turn, limit 20: a block of 10 turns goes every 5 turns

@@ -11,6 +11,10 @@ const (
 	RoleAssistant = "assistant"
 	RoleSystem    = "system"
 	RoleTool      = "tool"
+	// RoleSummary is the model's summary of the oldest turns of a chat,
+	// which stands in for them in the prompt (meta.keptTurns: how many
+	// turns before the entry stay history).
+	RoleSummary = "summary"
 )
 
 // Channels a message can come from.

@@ -326,7 +326,7 @@ func checkEntry(e ChatLogEntryV1) (string, error) {
 
 func knownRole(role string) bool {
 	switch role {
-	case RoleUser, RoleAssistant, RoleSystem, RoleTool:
+	case RoleUser, RoleAssistant, RoleSystem, RoleTool, RoleSummary:
 		return true
 	}
 	return false

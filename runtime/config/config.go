@@ -109,6 +109,10 @@ type HistoryConfig struct {
 	MaxChats    int `json:"maxChats,omitempty"`
 	MaxMessages int `json:"maxMessages,omitempty"`
 	MaxChars    int `json:"maxChars,omitempty"`
+	// SummaryModel names the model of llm.models that summarises a chat's
+	// oldest turns once its history passes the limits (a cheaper one will
+	// do); "" is the default model.
+	SummaryModel string `json:"summaryModel,omitempty"`
 }
 
 // LogConfig is logging.

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +77,10 @@ type Options struct {
 	Toolboxes []agent.Toolbox
 	// PromptSections add text to every run's system prompt (the skills).
 	PromptSections []func() string
+	// SummaryModel names the model (of Models) that summarises a chat's
+	// oldest turns when its history passes the limits; "" is the default
+	// model.
+	SummaryModel string
 	// Notes adds a chat's long-term notes to its runs' system prompt
 	// (agent.Options.Notes).
 	Notes func(ctx context.Context, chatKey string, route dispatch.RequestContext) string
@@ -186,8 +191,18 @@ func New(opts Options) (*Engine, error) {
 		st.close()
 		return nil, err
 	}
+	var summaryModel llms.Model
+	if opts.SummaryModel != "" {
+		m, ok := picker.catalog.Get(opts.SummaryModel)
+		if !ok {
+			st.close()
+			return nil, fmt.Errorf("history.summaryModel: no model %q in llm.models (have %s)", opts.SummaryModel, strings.Join(picker.catalog.Names(), ", "))
+		}
+		summaryModel = m.LLM
+	}
 	rt, err := agent.New(agent.Options{
-		Gate: gov, Toolboxes: opts.Toolboxes, PromptSections: opts.PromptSections, Notes: opts.Notes, Model: opts.Model, Tools: tools,
+		SummaryModel: summaryModel,
+		Gate:         gov, Toolboxes: opts.Toolboxes, PromptSections: opts.PromptSections, Notes: opts.Notes, Model: opts.Model, Tools: tools,
 		Store: st.store, AgentMDPath: opts.AgentMDPath, History: opts.History, Stream: opts.Stream,
 		RetryBackoff: opts.RetryBackoff, MaxTokens: opts.MaxTokens, Vision: opts.Vision, Files: opts.Files,
 		Logger: opts.Logger,
