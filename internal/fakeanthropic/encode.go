@@ -24,8 +24,13 @@ type outBlock struct {
 }
 
 type outUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens int `json:"input_tokens"`
+	// CacheCreationInputTokens and CacheReadInputTokens are the prompt
+	// tokens written to and read from the prompt cache (see cache.go);
+	// InputTokens is the rest.
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
 }
 
 type message struct {

@@ -106,6 +106,14 @@ type Request struct {
 	Version string
 	// Body is the raw request body.
 	Body []byte
+	// CacheBreakpoints name the blocks that carried cache_control, in
+	// prompt order: "tools.N", "system.N" (a system sent as blocks) and
+	// "messages.N.content.M".
+	CacheBreakpoints []string
+	// CacheReadTokens and CacheCreationTokens are what the fake reported
+	// as read from and written to its prompt cache (see cache.go); 0 for a
+	// request it rejected.
+	CacheReadTokens, CacheCreationTokens int
 }
 
 // LastUser returns the text of the last user message that has text (a user
@@ -160,6 +168,7 @@ func (r Request) lastUserIndex() int {
 func (r Request) clone() Request {
 	c := r
 	c.Body = slices.Clone(r.Body)
+	c.CacheBreakpoints = slices.Clone(r.CacheBreakpoints)
 	c.Tools = slices.Clone(r.Tools)
 	for i := range c.Tools {
 		c.Tools[i].InputSchema = slices.Clone(c.Tools[i].InputSchema)

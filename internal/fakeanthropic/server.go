@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/shipmyagent/ship/internal/fakehttp"
 )
@@ -34,6 +35,9 @@ type Options struct {
 	// MaxRecorded, when positive, keeps only the most recent MaxRecorded
 	// requests for Requests. RequestCount still counts every request.
 	MaxRecorded int
+	// Now is the prompt cache's clock (time.Now when nil): a test moves
+	// it to see a cached prefix expire.
+	Now func() time.Time
 }
 
 // Server is a running fake. All methods are safe for concurrent use.
@@ -42,6 +46,7 @@ type Server struct {
 	srv     *fakehttp.Server
 	log     fakehttp.Log[Request]
 	handler atomic.Pointer[Handler]
+	cache   promptCache
 
 	reqIDs   atomic.Int64 // numbers req_fake<n>
 	messages atomic.Int64 // numbers msg_fake<n>
@@ -60,6 +65,10 @@ func StartWithOptions(h Handler, opts Options) (*Server, error) {
 		opts.MaxOutputTokens = DefaultMaxOutputTokens
 	}
 	s := &Server{opts: opts, log: fakehttp.Log[Request]{Max: opts.MaxRecorded, Clone: Request.clone}}
+	s.cache.now = opts.Now
+	if s.cache.now == nil {
+		s.cache.now = time.Now
+	}
 	s.SetHandler(h)
 	srv, err := fakehttp.Start("fakeanthropic", http.HandlerFunc(s.serveHTTP))
 	if err != nil {
@@ -128,12 +137,21 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.Version = req.Header.Get("Anthropic-Version")
-	s.log.Add(r)
+	var blocks []cacheBlock
+	if rejected == nil {
+		blocks, rejected = cacheBlocks(body, r)
+	}
 	if rejected != nil {
+		s.log.Add(r)
 		writeError(w, rejected)
 		return
 	}
-	s.answer(req.Context(), w, r)
+	// The cache is per organization (the API key stands for it) and model.
+	u := s.cache.use(req.Header.Get("X-Api-Key"), r.Model, blocks)
+	r.CacheBreakpoints = u.breakpoints
+	r.CacheReadTokens, r.CacheCreationTokens = u.read, u.created
+	s.log.Add(r)
+	s.answer(req.Context(), w, r, u)
 }
 
 // checkHeaders requires x-api-key (equal to Options.APIKey when set) and
@@ -153,7 +171,7 @@ func (s *Server) checkHeaders(req *http.Request) *apiError {
 }
 
 // answer runs the handler on a copy of r and writes its response.
-func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request) {
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request, cache cacheUse) {
 	h := *s.handler.Load()
 	resp := h(r.clone())
 	if resp.Status != 0 && resp.Status != http.StatusOK {
@@ -187,9 +205,11 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request) {
 			rp.stop = "tool_use"
 		}
 	}
-	rp.usage = outUsage{InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens}
+	rp.usage = outUsage{InputTokens: resp.InputTokens, OutputTokens: resp.OutputTokens,
+		CacheReadInputTokens: cache.read, CacheCreationInputTokens: cache.created}
 	if rp.usage.InputTokens == 0 {
-		rp.usage.InputTokens = inputTokens(r)
+		// What was neither read from nor written to the cache.
+		rp.usage.InputTokens = max(inputTokens(r)-cache.read-cache.created, 0)
 	}
 	if rp.usage.OutputTokens == 0 {
 		rp.usage.OutputTokens = outputTokens(resp)

@@ -85,6 +85,10 @@ type Request struct {
 	MaxTokens int
 	// Body is the raw request body.
 	Body []byte
+	// CachedTokens is what the fake reported as read from its prompt
+	// cache (usage.prompt_tokens_details.cached_tokens; see cache.go); 0
+	// for a request it rejected.
+	CachedTokens int
 
 	// includeUsage reports stream_options.include_usage.
 	includeUsage bool

@@ -31,6 +31,9 @@ type Options struct {
 	// requests for Requests (useful for long load tests). RequestCount
 	// still counts every recorded request.
 	MaxRecorded int
+	// Now is the prompt cache's clock (time.Now when nil): a test moves
+	// it to see a cached prefix expire.
+	Now func() time.Time
 }
 
 // Server is a running fake. All methods are safe for concurrent use.
@@ -39,6 +42,7 @@ type Server struct {
 	srv     *fakehttp.Server
 	log     fakehttp.Log[Request]
 	handler atomic.Pointer[Handler]
+	cache   promptCache
 
 	firstMu     sync.Mutex
 	firstPieces []time.Time
@@ -59,6 +63,10 @@ func Start(h Handler) (*Server, error) {
 func StartWithOptions(h Handler, opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: fakehttp.Log[Request]{Max: opts.MaxRecorded, Clone: Request.clone},
 		audioLog: fakehttp.Log[Transcription]{Max: opts.MaxRecorded, Clone: cloneTranscription}}
+	s.cache.now = opts.Now
+	if s.cache.now == nil {
+		s.cache.now = time.Now
+	}
 	s.SetHandler(h)
 	s.SetTranscriber(nil)
 	srv, err := fakehttp.Start("fakeopenai", http.HandlerFunc(s.serveHTTP))
@@ -137,11 +145,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, malformed)
 		return
 	}
-	s.log.Add(r)
 	if rejected != nil {
+		s.log.Add(r)
 		writeError(w, rejected)
 		return
 	}
+	// The cache is per organization (the API key stands for it) and model.
+	r.CachedTokens = s.cache.lookup(req.Header.Get("Authorization")+"\x00"+r.Model, promptUnits(r), promptTokens(r))
+	s.log.Add(r)
 	s.answer(req.Context(), w, r)
 }
 
@@ -221,6 +232,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, r Request) {
 	if rp.usage.PromptTokens == 0 {
 		rp.usage.PromptTokens = prompt
 	}
+	rp.usage.PromptTokensDetails.CachedTokens = min(r.CachedTokens, rp.usage.PromptTokens)
 	rp.usage.CompletionTokens = resp.CompletionTokens
 	if rp.usage.CompletionTokens == 0 {
 		rp.usage.CompletionTokens = completionTokens(resp)
