@@ -341,10 +341,13 @@ func (l *loop) model() llms.Model {
 	return l.r.opts.Model
 }
 
-// countUsage adds the token counts langchaingo reports in GenerationInfo:
-// PromptTokens/CompletionTokens from OpenAI-style clients,
-// InputTokens/OutputTokens from Anthropic (whose prompt also counts the
-// tokens written to and read from its prompt cache).
+// countUsage adds the token counts langchaingo v0.1.14 reports in
+// GenerationInfo: PromptTokens/CompletionTokens from OpenAI-style clients,
+// with PromptCachedTokens (usage.prompt_tokens_details.cached_tokens) the
+// part of the prompt read from the provider's cache; InputTokens/
+// OutputTokens from Anthropic, whose input_tokens leave out the tokens
+// written to (CacheCreationInputTokens) and read from
+// (CacheReadInputTokens) its prompt cache: the prompt is all three.
 func (l *loop) countUsage(info map[string]any) {
 	n := func(k string) int {
 		switch v := info[k].(type) {
@@ -358,6 +361,7 @@ func (l *loop) countUsage(info map[string]any) {
 		return 0
 	}
 	l.res.Usage.PromptTokens += n("PromptTokens") + n("InputTokens") + n("CacheCreationInputTokens") + n("CacheReadInputTokens")
+	l.res.Usage.CachedPromptTokens += n("PromptCachedTokens") + n("CacheReadInputTokens")
 	l.res.Usage.CompletionTokens += n("CompletionTokens") + n("OutputTokens")
 }
 

@@ -193,7 +193,7 @@ func (r *runEvents) finished(res agent.AgentResult, err error, durationMS int64)
 	}
 	e := events.Event{Type: events.TypeTaskCompleted, DurationMS: durationMS}
 	if u := res.Usage; u.PromptTokens+u.CompletionTokens > 0 {
-		e.Usage = &events.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+		e.Usage = &events.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedPromptTokens: u.CachedPromptTokens}
 	}
 	r.publish(e)
 }

@@ -116,6 +116,9 @@ type InvokeResult struct {
 type Usage struct {
 	PromptTokens     int `json:"promptTokens"`
 	CompletionTokens int `json:"completionTokens"`
+	// CachedPromptTokens is the part of PromptTokens read from the
+	// provider's prompt cache.
+	CachedPromptTokens int `json:"cachedPromptTokens"`
 }
 
 // MarshalJSON writes the fields of the event's type, no more: a content

@@ -23,6 +23,8 @@ import (
 // "content": []), which langchaingo reports as anthropic.ErrEmptyResponse;
 // that becomes one empty choice instead of a failed call.
 //
+// Its requests carry cache breakpoints (see planCache).
+//
 // A streamed call is tapped (see sseDoer): tool input reaches the
 // WithToolInputStream func while Claude writes it, each tool call keeps its
 // input as Claude sent it, and an error event in the stream (overloaded)
@@ -33,7 +35,9 @@ type oneCallPerMessage struct {
 
 func (m *oneCallPerMessage) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
 	callCtx, streamed := startStreamedCall(ctx, opts)
-	resp, err := m.Model.GenerateContent(callCtx, splitToolCalls(dataURLsToBinary(msgs)), opts...)
+	msgs, plan := planCache(splitToolCalls(dataURLsToBinary(msgs)))
+	callCtx = withCall(callCtx, func(c *call) { c.cache = &plan })
+	resp, err := m.Model.GenerateContent(callCtx, msgs, opts...)
 	if errors.Is(err, anthropic.ErrEmptyResponse) && ctx.Err() == nil {
 		return &llms.ContentResponse{Choices: []*llms.ContentChoice{{StopReason: "end_turn"}}}, nil
 	}

@@ -192,11 +192,23 @@ func (c *streamedCall) classify(err error) error {
 	return llms.NewError(code, "anthropic", "stream error event "+typ+": "+msg).WithCause(err)
 }
 
-// sseDoer sends requests through c and taps the event stream of a call
-// that asked for one (its context carries a streamedCall).
+// sseDoer sends requests through c, with the cache breakpoints of the
+// call's cachePlan, and taps the event stream of a call that asked for one
+// (its context carries a streamedCall).
 type sseDoer struct{ c *http.Client }
 
 func (d sseDoer) Do(req *http.Request) (*http.Response, error) {
+	if plan := callFrom(req.Context()).cache; plan != nil && req.Body != nil {
+		body, err := withBreakpoints(req.Body, *plan)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
+	}
 	resp, err := d.c.Do(req)
 	if err != nil {
 		return resp, err

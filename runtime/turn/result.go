@@ -38,7 +38,13 @@ type Result struct {
 
 // Usage counts tokens over a run's model calls.
 type Usage struct {
+	// PromptTokens is every input token, whether the provider read it from
+	// its prompt cache, wrote it there or neither.
 	PromptTokens, CompletionTokens int
+	// CachedPromptTokens is the part of PromptTokens the provider read
+	// from its prompt cache (OpenAI's cached_tokens, Anthropic's
+	// cache_read_input_tokens), billed at a fraction of the price.
+	CachedPromptTokens int
 }
 
 // Artifact is a file a run sent into its chat (chat_send_file): what the
