@@ -110,6 +110,10 @@ type Request struct {
 	// prompt order: "tools.N", "system.N" (a system sent as blocks) and
 	// "messages.N.content.M".
 	CacheBreakpoints []string
+	// PromptTokens is the fake's estimate of the whole prompt: input_tokens
+	// plus the tokens read from and written to the cache (unless the
+	// Handler sets its own); 0 for a rejected request.
+	PromptTokens int
 	// CacheReadTokens and CacheCreationTokens are what the fake reported
 	// as read from and written to its prompt cache (see cache.go); 0 for a
 	// request it rejected.

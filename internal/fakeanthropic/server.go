@@ -150,6 +150,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	u := s.cache.use(req.Header.Get("X-Api-Key"), r.Model, blocks)
 	r.CacheBreakpoints = u.breakpoints
 	r.CacheReadTokens, r.CacheCreationTokens = u.read, u.created
+	r.PromptTokens = inputTokens(r)
 	s.log.Add(r)
 	s.answer(req.Context(), w, r, u)
 }

@@ -85,6 +85,9 @@ type Request struct {
 	MaxTokens int
 	// Body is the raw request body.
 	Body []byte
+	// PromptTokens is the fake's estimate of the prompt (what usage
+	// reports unless the Handler sets its own); 0 for a rejected request.
+	PromptTokens int
 	// CachedTokens is what the fake reported as read from its prompt
 	// cache (usage.prompt_tokens_details.cached_tokens; see cache.go); 0
 	// for a request it rejected.

@@ -151,7 +151,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	// The cache is per organization (the API key stands for it) and model.
-	r.CachedTokens = s.cache.lookup(req.Header.Get("Authorization")+"\x00"+r.Model, promptUnits(r), promptTokens(r))
+	r.PromptTokens = promptTokens(r)
+	r.CachedTokens = s.cache.lookup(req.Header.Get("Authorization")+"\x00"+r.Model, promptUnits(r), r.PromptTokens)
 	s.log.Add(r)
 	s.answer(req.Context(), w, r)
 }
