@@ -1,6 +1,7 @@
 // Command cache measures how much of each model request a provider could
 // serve from its prompt cache (issue 30): it runs ship's real agent runtime
-// (tools, history, Agent.md, the langchaingo clients runtime/llm builds)
+// (the default tools, history and its summaries, Agent.md, the langchaingo
+// clients runtime/llm builds)
 // against the loopback fakes of OpenAI's Chat Completions and Anthropic's
 // Messages API, through one chat of N turns a minute apart (the runtime's
 // clock is moved a minute per turn; nothing waits), and prints per turn:
@@ -69,12 +70,12 @@ Flags:
 	}
 	for _, provider := range []string{llm.ProviderOpenAI, llm.ProviderAnthropic} {
 		for _, n := range lengths {
-			rows, err := run(provider, n)
+			rows, summaries, err := run(provider, n)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "cache: %s, %d turns: %v\n", provider, n, err)
 				os.Exit(1)
 			}
-			report(os.Stdout, provider, n, rows, *every)
+			report(os.Stdout, provider, n, rows, summaries, *every)
 		}
 	}
 }
@@ -95,6 +96,7 @@ type recorded struct {
 	body                    []byte
 	prompt                  []byte // tools, system, messages
 	tokens, cached, written int
+	conversation            bool // offers the tools: a turn's call, not a summary
 }
 
 // fake is a running fake model server.
@@ -118,7 +120,7 @@ func startFake(provider string) (fake, error) {
 				var out []recorded
 				for _, r := range s.Requests() {
 					out = append(out, recorded{body: r.Body, prompt: promptOrder(r.Body, "tools", "messages"),
-						tokens: r.PromptTokens, cached: r.CachedTokens})
+						tokens: r.PromptTokens, cached: r.CachedTokens, conversation: r.HasTool("chat_send")})
 				}
 				return out
 			},
@@ -135,7 +137,7 @@ func startFake(provider string) (fake, error) {
 			var out []recorded
 			for _, r := range s.Requests() {
 				out = append(out, recorded{body: r.Body, prompt: promptOrder(r.Body, "tools", "system", "messages"),
-					tokens: r.PromptTokens, cached: r.CacheReadTokens, written: r.CacheCreationTokens})
+					tokens: r.PromptTokens, cached: r.CacheReadTokens, written: r.CacheCreationTokens, conversation: r.HasTool("chat_send")})
 			}
 			return out
 		},
@@ -144,26 +146,37 @@ func startFake(provider string) (fake, error) {
 }
 
 // run drives one conversation of n turns and returns a row per request.
-func run(provider string, n int) ([]row, error) {
+func run(provider string, n int) ([]row, []recorded, error) {
 	dir, err := os.MkdirTemp("", "ship-cache-bench-")
 	if err != nil {
-		return nil, fmt.Errorf("making a temp folder: %w", err)
+		return nil, nil, fmt.Errorf("making a temp folder: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	agentMD := filepath.Join(dir, "Agent.md")
 	if err := os.WriteFile(agentMD, []byte(agentText), 0o600); err != nil {
-		return nil, fmt.Errorf("writing Agent.md: %w", err)
+		return nil, nil, fmt.Errorf("writing Agent.md: %w", err)
 	}
 	f, err := startFake(provider)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.close()
 	turnOf, err := converse(f, dir, agentMD, n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rowsOf(f.requests(), turnOf), nil
+	rows, summaries := rowsOf(f.requests(), turnOf)
+	return rows, summaries, nil
+}
+
+// startTools are the tools ship start offers when nothing is configured
+// (cmd/ship's toolsFor without exec_shell, skills or MCP servers): the
+// model only ever calls chat_send here, but every definition is part of
+// every prompt.
+func startTools(store chat.Log, d *dispatch.Deliverer, dir string) []agent.Tool {
+	ts := append(tools.Default(store, d), tools.Contacts(nil, d)...)
+	ts = append(ts, &tools.ChatSendFile{Deliverer: d, Dir: dir}, &tools.ChatAsk{Deliverer: d})
+	return append(ts, tools.Tasks(tools.TaskToolsOptions{Dir: filepath.Join(dir, "tasks"), Local: time.UTC})...)
 }
 
 // converse runs n turns in one Telegram group chat, the clock a minute
@@ -183,7 +196,7 @@ func converse(f fake, dir, agentMD string, n int) ([]int, error) {
 	d := &dispatch.Deliverer{Registry: reg, Store: store}
 	start := time.Date(2026, 11, 26, 9, 0, 7, 0, time.UTC)
 	var minute atomic.Int64
-	rt, err := agent.New(agent.Options{Model: model, Tools: tools.Default(store, d), Store: store, AgentMDPath: agentMD,
+	rt, err := agent.New(agent.Options{Model: model, Tools: startTools(store, d, dir), Store: store, AgentMDPath: agentMD,
 		Stream: true, Now: func() time.Time { return start.Add(time.Duration(minute.Load()) * time.Minute) },
 		Logger: zerolog.New(io.Discard)})
 	if err != nil {

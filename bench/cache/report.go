@@ -77,8 +77,17 @@ func answer(q string) string {
 	return b.String()
 }
 
-// openAIModel answers each turn with one chat_send, then ends the turn.
+// summary is the scripted model's answer to a request without tools: the
+// runtime asking for a summary of the oldest turns (about 1,000 bytes).
+var summary = "The team asked about on-call, deployments, runners and incidents; " +
+	strings.Repeat("the assistant answered from the runbook and the dashboard, and nothing is open. ", 12)
+
+// openAIModel answers each turn with one chat_send, then ends the turn,
+// and a request for a summary with one.
 func openAIModel(r fakeopenai.Request) fakeopenai.Response {
+	if !r.HasTool("chat_send") {
+		return fakeopenai.Response{Content: summary}
+	}
 	if len(r.ToolResults()) > 0 {
 		return fakeopenai.Response{}
 	}
@@ -88,6 +97,9 @@ func openAIModel(r fakeopenai.Request) fakeopenai.Response {
 
 // anthropicModel is openAIModel for Claude.
 func anthropicModel(r fakeanthropic.Request) fakeanthropic.Response {
+	if !r.HasTool("chat_send") {
+		return fakeanthropic.Response{Text: summary}
+	}
 	if len(r.ToolResults()) > 0 {
 		return fakeanthropic.Response{}
 	}
@@ -121,28 +133,36 @@ func commonPrefix(a, b []byte) int {
 	return n
 }
 
-// rowsOf turns the recorded requests into rows; turnOf says each
-// request's turn.
-func rowsOf(reqs []recorded, turnOf []int) []row {
-	var out []row
-	for i, r := range reqs {
+// rowsOf turns the recorded requests of the conversation into rows,
+// each compared with the conversation's request before it; turnOf says
+// each request's turn. Requests for a summary (they offer no tools) are
+// counted apart: the provider keeps their prefix beside the
+// conversation's, and they do not stand between two turns' prompts.
+func rowsOf(reqs []recorded, turnOf []int) (rows []row, summaries []recorded) {
+	var prev *recorded
+	for i := range reqs {
+		r := &reqs[i]
+		if !r.conversation {
+			summaries = append(summaries, *r)
+			continue
+		}
 		rw := row{turn: turnOf[min(i, len(turnOf)-1)], call: 1, bytes: len(r.body), promptTokens: r.tokens,
 			cached: r.cached, written: r.written}
-		if i > 0 {
-			prev := reqs[i-1]
+		if prev != nil {
 			rw.bodyShare = float64(commonPrefix(prev.body, r.body)) / float64(len(r.body))
 			rw.promptShare = float64(commonPrefix(prev.prompt, r.prompt)) / float64(max(len(r.prompt), 1))
-			if out[i-1].turn == rw.turn {
-				rw.call = out[i-1].call + 1
+			if last := rows[len(rows)-1]; last.turn == rw.turn {
+				rw.call = last.call + 1
 			}
 		}
-		out = append(out, rw)
+		rows = append(rows, rw)
+		prev = r
 	}
-	return out
+	return rows, summaries
 }
 
 // report prints one conversation's rows and summary as Markdown.
-func report(w io.Writer, provider string, n int, rows []row, every int) {
+func report(w io.Writer, provider string, n int, rows []row, summaries []recorded, every int) {
 	if every == 0 {
 		every = 1
 		if n > 30 {
@@ -162,11 +182,12 @@ func report(w io.Writer, provider string, n int, rows []row, every int) {
 			pct(r.bodyShare), pct(r.promptShare), r.cached, r.written)
 	}
 	var first, all stats
-	prompt, cached := 0, 0
+	prompt, cached, written := 0, 0, 0
 	last := 0
 	for _, r := range rows {
 		prompt += r.promptTokens
 		cached += r.cached
+		written += r.written
 		if r.call == 1 {
 			last = r.promptTokens
 		}
@@ -178,16 +199,29 @@ func report(w io.Writer, provider string, n int, rows []row, every int) {
 			first.add(r)
 		}
 	}
+	share := func(st *stats, f func(row) float64) string {
+		return fmt.Sprintf("mean %s, min %s", pct(st.mean(f)), pct(st.min(f)))
+	}
+	body := func(r row) float64 { return r.bodyShare }
+	prefix := func(r row) float64 { return r.promptShare }
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Summary (from turn 3): first calls: body prefix share mean %s, min %s; prompt prefix share mean %s, min %s. "+
-		"All %d calls: body mean %s, min %s; prompt mean %s, min %s. Cached tokens: %d of %d prompt tokens (%s). "+
-		"Prompt tokens of the last turn's first call: %d.\n",
-		pct(first.mean(func(r row) float64 { return r.bodyShare })), pct(first.min(func(r row) float64 { return r.bodyShare })),
-		pct(first.mean(func(r row) float64 { return r.promptShare })), pct(first.min(func(r row) float64 { return r.promptShare })),
-		len(rows),
-		pct(all.mean(func(r row) float64 { return r.bodyShare })), pct(all.min(func(r row) float64 { return r.bodyShare })),
-		pct(all.mean(func(r row) float64 { return r.promptShare })), pct(all.min(func(r row) float64 { return r.promptShare })),
-		cached, prompt, pct(float64(cached)/float64(max(prompt, 1))), last)
+	fmt.Fprintf(w, "- Prefix share from turn 3, turns' first calls: prompt order %s; body %s.\n", share(&first, prefix), share(&first, body))
+	if len(all.rows) != len(first.rows) {
+		fmt.Fprintf(w, "- Every call from turn 3 (%d): prompt order %s; body %s.\n", len(all.rows), share(&all, prefix), share(&all, body))
+	}
+	fmt.Fprintf(w, "- Conversation calls: %d; prompt tokens %d, of them read from the cache %d (%s)", len(rows), prompt, cached,
+		pct(float64(cached)/float64(max(prompt, 1))))
+	if written > 0 {
+		fmt.Fprintf(w, ", written to it %d", written)
+	}
+	fmt.Fprintf(w, "; the last turn's prompt: %d tokens.\n", last)
+	if len(summaries) > 0 {
+		st := 0
+		for _, r := range summaries {
+			st += r.tokens
+		}
+		fmt.Fprintf(w, "- Summary calls: %d, %d prompt tokens in all.\n", len(summaries), st)
+	}
 }
 
 // stats gathers rows for a mean and a minimum.
