@@ -15,6 +15,8 @@ import (
 // order tools → system → messages, for 5 minutes after its last use
 // (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching).
 // ship marks, for every Claude call:
+//   - the last tool: the tool definitions, read from the cache even on a
+//     turn whose system prompt changed (a new summary, edited notes);
 //   - the end of the system prompt: the tools and the stable instructions;
 //   - the end of the history, the last message before the current turn:
 //     the next turn reads everything up to here from the cache (the API
@@ -32,7 +34,8 @@ import (
 // ephemeral is the cache_control every breakpoint carries (5 minutes).
 const ephemeral = `{"type":"ephemeral"}`
 
-// cachePlan says where one request's breakpoints go.
+// cachePlan says where one request's breakpoints go (the last tool's
+// always).
 type cachePlan struct {
 	system bool
 	// messages are indexes into the request's messages array (the
@@ -136,6 +139,17 @@ func markBreakpoints(body []byte, plan cachePlan) ([]byte, error) {
 	var edits []splice
 	err := eachTopLevel(body, func(key string, start, end int) error {
 		switch key {
+		case "tools":
+			lastEnd := -1
+			if err := eachElement(body, start, end, func(_, _, ee int) error {
+				lastEnd = ee
+				return nil
+			}); err != nil {
+				return err
+			}
+			if lastEnd > 0 && body[lastEnd-1] == '}' {
+				edits = append(edits, splice{at: lastEnd - 1, with: `,"cache_control":` + ephemeral})
+			}
 		case "system":
 			if !plan.system || body[start] != '"' {
 				return nil // not set, or already blocks

@@ -87,10 +87,10 @@ func TestClaudeCallsReadTheirPrefixFromTheCache(t *testing.T) {
 				if r.System != stable {
 					t.Fatalf("request %d: the system prompt changed (%d bytes, want %d): the facts were glued on", i, len(r.System), len(stable))
 				}
-				if !slices.Contains(r.CacheBreakpoints, "system.0") {
-					t.Errorf("request %d: breakpoints %v, want the system prompt's end", i, r.CacheBreakpoints)
+				if !slices.Contains(r.CacheBreakpoints, "system.0") || r.CacheBreakpoints[0] != "tools.0" {
+					t.Errorf("request %d: breakpoints %v, want the last tool's and the system prompt's end", i, r.CacheBreakpoints)
 				}
-				if len(r.CacheBreakpoints) > 3 {
+				if len(r.CacheBreakpoints) > 4 {
 					t.Errorf("request %d: %d breakpoints", i, len(r.CacheBreakpoints))
 				}
 			}
@@ -120,13 +120,15 @@ func TestClaudeCallsReadTheirPrefixFromTheCache(t *testing.T) {
 	}
 }
 
-// TestMarkBreakpointsSplices: marks go in without changing a byte of the
-// rest of the body, and a body that is not a Messages request is left as
+// TestMarkBreakpointsSplices: marks go in (the last tool, the system
+// prompt, the planned messages' last blocks) without changing a byte of
+// the rest of the body, and a body that is not a Messages request is left as
 // it was.
 func TestMarkBreakpointsSplices(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a \"}\" b"}]},` +
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"k":"]"}}]},` +
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}],"system":"sys \"x\"","max_tokens":5}`)
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}],"system":"sys \"x\"","max_tokens":5,` +
+		`"tools":[{"name":"a","input_schema":{"type":"object"}},{"name":"b","input_schema":{"type":"object","properties":{"}":{}}}}]}`)
 	got, err := markBreakpoints(body, cachePlan{system: true, messages: []int{1, 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +136,8 @@ func TestMarkBreakpointsSplices(t *testing.T) {
 	want := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a \"}\" b"}]},` +
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"k":"]"},"cache_control":{"type":"ephemeral"}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok","cache_control":{"type":"ephemeral"}}]}],` +
-		`"system":[{"type":"text","text":"sys \"x\"","cache_control":{"type":"ephemeral"}}],"max_tokens":5}`
+		`"system":[{"type":"text","text":"sys \"x\"","cache_control":{"type":"ephemeral"}}],"max_tokens":5,` +
+		`"tools":[{"name":"a","input_schema":{"type":"object"}},{"name":"b","input_schema":{"type":"object","properties":{"}":{}}},"cache_control":{"type":"ephemeral"}}]}`
 	if string(got) != want {
 		t.Fatalf("marked\n%s\nwant\n%s", got, want)
 	}
