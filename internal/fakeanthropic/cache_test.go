@@ -134,3 +134,38 @@ func TestTooManyBreakpoints(t *testing.T) {
 		t.Fatalf("err = %v, want the breakpoint limit", err)
 	}
 }
+
+// TestCacheLookback: a breakpoint finds a prefix written by an earlier
+// breakpoint up to 20 blocks before it, and not further.
+func TestCacheLookback(t *testing.T) {
+	s := start(t, nil)
+	llm := client(t, s, "k")
+	call := func(msgs []llms.MessageContent) int {
+		t.Helper()
+		resp, err := llm.GenerateContent(context.Background(), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, read := usageOf(t, resp)
+		return read
+	}
+	// grow returns the text followed by n more exchanges, only the last
+	// user message marked.
+	grow := func(text string, n int) []llms.MessageContent {
+		out := []llms.MessageContent{human(text)}
+		for i := range n {
+			out = append(out, llms.TextParts(llms.ChatMessageTypeAI, "ok"), human(fmt.Sprintf("more %d", i)))
+		}
+		out[len(out)-1] = cachedHuman(out[len(out)-1].Parts[0].(llms.TextContent).Text)
+		return out
+	}
+	call([]llms.MessageContent{cachedHuman(longText)}) // writes the prefix ending at block 0
+	if read := call(grow(longText, 9)); read == 0 {    // 18 blocks later
+		t.Errorf("breakpoint 18 blocks after a cached prefix read nothing")
+	}
+	other := "Another document. " + longText
+	call([]llms.MessageContent{cachedHuman(other)})
+	if read := call(grow(other, 11)); read != 0 { // 22 blocks later
+		t.Errorf("breakpoint 22 blocks after a cached prefix read %d, want 0 (beyond the lookback)", read)
+	}
+}

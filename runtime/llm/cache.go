@@ -19,10 +19,14 @@ import (
 //     turn whose system prompt changed (a new summary, edited notes);
 //   - the end of the system prompt: the tools and the stable instructions;
 //   - the end of the history, the last message before the current turn:
-//     the next turn reads everything up to here from the cache (the API
-//     looks back up to 20 blocks from a breakpoint for an earlier hit);
+//     the next turn reads everything up to here from the cache;
+//   - in a turn's first call, also the end of the history before the last
+//     turn in it, which is where the previous turn's mark was: the API
+//     looks back from a mark for an earlier hit only 20 blocks, and a turn
+//     with many tool calls is longer;
 //   - in a turn's later model calls, the last message (a tool result), so
 //     the next call of the same turn reads the turn so far.
+// That is at most 4, the API's limit.
 //
 // langchaingo v0.1.14 can mark only user text and image parts
 // (llms.WithCacheControl); it sends the system prompt as a plain string
@@ -93,10 +97,19 @@ func planCache(msgs []llms.MessageContent) ([]llms.MessageContent, cachePlan) {
 	for start > lead && out[start-1].Role == llms.ChatMessageTypeHuman && hasText(out[start-1]) {
 		start--
 	}
+	last := len(out) - 1
+	if start > lead && last == user {
+		// The end of the history before the last turn in it: what the
+		// previous turn marked. The API finds it from the next mark only
+		// within 20 blocks, which a turn of many tool calls passes.
+		if prev := lastUserText(out[:start]); prev > lead && prev < start {
+			plan.messages = append(plan.messages, prev-1-lead)
+		}
+	}
 	if start > lead {
 		plan.messages = append(plan.messages, start-1-lead)
 	}
-	if last := len(out) - 1; last > user {
+	if last > user {
 		plan.messages = append(plan.messages, last-lead)
 	}
 	return out, plan

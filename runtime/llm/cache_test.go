@@ -150,3 +150,43 @@ func TestMarkBreakpointsSplices(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCacheAfterALongTurn: after a turn of many tool calls (more
+// than the API's 20-block lookback), the next turn still reads the history
+// up to where the long turn began.
+func TestClaudeCacheAfterALongTurn(t *testing.T) {
+	m, fake := claudeWithFake(t, func(fakeanthropic.Request) fakeanthropic.Response {
+		return fakeanthropic.Response{Text: "done"}
+	})
+	sys := llms.TextParts(llms.ChatMessageTypeSystem, stable)
+	note := llms.TextParts(llms.ChatMessageTypeSystem, "Current time: 12:00")
+	ask := func(hist []llms.MessageContent, q string) {
+		t.Helper()
+		msgs := append(append([]llms.MessageContent{sys}, hist...), note, llms.TextParts(llms.ChatMessageTypeHuman, q))
+		if _, err := m.GenerateContent(context.Background(), msgs, llms.WithTools([]llms.Tool{sendTool})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "first"), llms.TextParts(llms.ChatMessageTypeAI, "one: "+strings.Repeat("a long first answer. ", 40))}
+	ask(hist, "second") // marks the end of the first turn
+	hist = append(hist, llms.TextParts(llms.ChatMessageTypeHuman, "second"))
+	for i := range 12 {
+		id := fmt.Sprintf("call_%d", i)
+		hist = append(hist,
+			llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: id, Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: "chat_send", Arguments: `{"text":"part"}`}}}},
+			llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: id, Name: "chat_send", Content: `{"ok":true}`}}})
+	}
+	hist = append(hist, llms.TextParts(llms.ChatMessageTypeAI, "two"))
+	ask(hist, "third")
+	reqs := fake.Requests()
+	before, after := reqs[0], reqs[1]
+	if want := before.CacheReadTokens + before.CacheCreationTokens; after.CacheReadTokens < want {
+		t.Errorf("after a turn of 12 tool calls: read %d, want at least the %d marked before it (breakpoints %v)",
+			after.CacheReadTokens, want, after.CacheBreakpoints)
+	}
+	if n := len(after.CacheBreakpoints); n > 4 {
+		t.Errorf("%d breakpoints", n)
+	}
+}
