@@ -27,12 +27,15 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 			"/status – queue and model\n" +
 			"/model – list the models; /model NAME switches this chat\n" +
 			"/clear – forget our recent conversation (the log is kept)\n" +
+			"/memory – this chat's long-term notes; /memory clear empties them\n" +
 			"/approve CODE, /deny CODE – answer a request to run a tool\n" +
 			"/help – this text", true
 	case "model", "models":
 		return e.modelCommand(ctx, args, req), true
 	case "status":
 		return e.status(ctx, req.ChatKey), true
+	case "memory":
+		return e.memoryCommand(ctx, args, req), true
 	case dispatch.AnswerCommand:
 		return e.answerCommand(ctx, args, req), true
 	case "approve", "deny":

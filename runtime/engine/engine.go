@@ -25,6 +25,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
 	"github.com/shipmyagent/ship/runtime/media"
+	"github.com/shipmyagent/ship/runtime/memory"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/questions"
@@ -84,6 +85,9 @@ type Options struct {
 	// Notes adds a chat's long-term notes to its runs' system prompt
 	// (agent.Options.Notes).
 	Notes func(ctx context.Context, chatKey string, route dispatch.RequestContext) string
+	// Memory keeps the long-term notes: /memory shows them, and they are
+	// the Notes of every run when Notes is nil. Nil: no notes.
+	Memory *memory.Store
 	// Observe sees every message once it is logged (the contacts book).
 	Observe func(ctx context.Context, s ingress.Submission)
 	// Questions keeps the questions the ask tool asks; nil: /answer and
@@ -147,6 +151,7 @@ type Engine struct {
 
 	gov       *governor
 	questions *questions.Store // nil without Options.Questions
+	memory    *memory.Store    // nil without Options.Memory
 
 	picker     *modelPicker
 	switchRule string // llm.switch
@@ -200,6 +205,9 @@ func New(opts Options) (*Engine, error) {
 		}
 		summaryModel = m.LLM
 	}
+	if opts.Notes == nil && opts.Memory != nil {
+		opts.Notes = opts.Memory.Prompt
+	}
 	rt, err := agent.New(agent.Options{
 		SummaryModel: summaryModel,
 		Gate:         gov, Toolboxes: opts.Toolboxes, PromptSections: opts.PromptSections, Notes: opts.Notes, Model: opts.Model, Tools: tools,
@@ -227,7 +235,7 @@ func New(opts Options) (*Engine, error) {
 			Shared: opts.Shared, Claims: opts.Claims, OnRefused: refusedEvent(bus),
 		}),
 		journal: st.journal, runs: st.runs, model: opts.ModelName, log: opts.Logger, recovered: st.recovered, gov: gov,
-		picker: picker, switchRule: switchRule, questions: opts.Questions,
+		picker: picker, switchRule: switchRule, questions: opts.Questions, memory: opts.Memory,
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	var sweepCtx context.Context

@@ -42,8 +42,9 @@ type runScope struct {
 	limits *policy.RunLimits
 }
 
-// defaultVerdict is a tool's verdict where no rule decides: the chat_*
-// and skills_* tools are the conversation itself and are allowed, except
+// defaultVerdict is a tool's verdict where no rule decides: the chat_*,
+// skills_* and memory_* tools are the conversation itself (memory_* reach
+// only the run's own chat's notes and the speaker's) and are allowed, except
 // that messaging other people (chat_contact_*) is off in group chats; a
 // tool that acts (exec_shell, MCP, tasks) is denied until a rule allows
 // it.
@@ -54,7 +55,7 @@ func defaultVerdict(tool string, req dispatch.RequestContext) policy.Verdict {
 			return policy.Deny
 		}
 		return policy.Allow
-	case strings.HasPrefix(tool, "chat_"), strings.HasPrefix(tool, "skills_"):
+	case strings.HasPrefix(tool, "chat_"), strings.HasPrefix(tool, "skills_"), strings.HasPrefix(tool, "memory_"):
 		return policy.Allow
 	}
 	return policy.Deny
