@@ -49,6 +49,8 @@ type Config struct {
 	Files FilesConfig `json:"files"`
 	// Cluster makes ship one replica of a group over NATS JetStream.
 	Cluster ClusterConfig `json:"cluster"`
+	// Memory is the long-term notes.
+	Memory MemoryConfig `json:"memory"`
 
 	// lookup is how this configuration read the environment (and .env):
 	// a reload of ship.json expands "${VAR}" the same way.
@@ -466,6 +468,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Skills.validate(); err != nil {
+		return err
+	}
+	if err := c.Memory.validate(); err != nil {
 		return err
 	}
 	if err := c.Tools.Exec.validate(); err != nil {
