@@ -70,6 +70,8 @@ type Options struct {
 	Webhooks map[string]http.Handler
 	// Tasks serves /api/tasks (the scheduler); nil lists none.
 	Tasks TaskService
+	// Notes are the long-term notes the console shows and edits; nil: off.
+	Notes console.NotesService
 	// CORSOrigins may call the API from a browser ("*" for any); none by
 	// default.
 	CORSOrigins []string
@@ -193,7 +195,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Console {
 		c, err := console.New(console.Options{
 			Door: opts.Door, View: opts.View, Token: opts.Token, Version: opts.Version, Started: opts.Started,
-			Adapters: opts.Adapters, MCP: opts.MCP, Tasks: opts.Tasks, Events: s.serveEvents,
+			Adapters: opts.Adapters, MCP: opts.MCP, Tasks: opts.Tasks, Notes: opts.Notes, Events: s.serveEvents,
 			Role: opts.ConsoleRole, Files: opts.Files, Redact: opts.Redact,
 			MaxMessageChars: opts.MaxInstructionChars, Throttle: s.throttle, Logger: opts.Logger,
 		})

@@ -24,6 +24,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/memory"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -105,6 +106,9 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	cfg = rep.shareFiles(cfg)
 	p.book = rep.contacts(p.book)
 	p.taskRecords = rep.taskRecords()
+	if p.notes, err = newNotes(cfg, rep); err != nil {
+		return err
+	}
 	if p.questions, err = rep.questions(cfg); err != nil {
 		return err
 	}
@@ -186,6 +190,8 @@ type parts struct {
 	taskRecords records.Table
 	// questions keeps what chat_ask asked until it is answered.
 	questions *questions.Store
+	// notes are the long-term notes (memory.go); nil when off.
+	notes *memory.Store
 }
 
 func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
@@ -218,6 +224,7 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 	return engine.Options{
 		Tools:         toolsFor(cfg, p, log),
 		Questions:     p.questions,
+		Memory:        p.notes,
 		Observe:       p.book.Learn,
 		Toolboxes:     p.mcp.toolboxes(),
 		Redact:        p.shell.Redact,
@@ -277,7 +284,7 @@ func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log 
 		Door: eng, View: eng, Token: cfg.Server.Token, Tokens: namedTokens(cfg.Server.Tokens), Version: version, Started: started, Model: p.modelName,
 		Adapters: func() []server.AdapterStatus { return adapterStatus(platforms) }, Webhooks: webhooks, Logger: log,
 		MCP:         p.mcp.status,
-		CORSOrigins: cfg.Server.CORSOrigins, Tasks: fr.sched,
+		CORSOrigins: cfg.Server.CORSOrigins, Tasks: fr.sched, Notes: consoleNotes(p.notes),
 		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, Files: keptFiles(cfg), Redact: p.shell.Redact,
 		Cluster: rep.status(),
 	})
@@ -391,6 +398,7 @@ func toolsFor(cfg config.Config, p parts, log zerolog.Logger) func(chat.Log, *di
 		ts = append(ts, chatShowTools(cfg, p.questions, d)...)
 		ts = append(ts, p.skillTools...)
 		ts = append(ts, taskTools(cfg, p.taskRecords)...)
+		ts = append(ts, notesTools(p.notes)...)
 		if cfg.Tools.Exec.Enabled {
 			ts = append(ts, p.shell)
 			log.Info().Str("tool", tools.ExecShellName).Str("dir", cfg.Dir).Msg("exec_shell is on; the tool policy decides who may run what")

@@ -1,5 +1,5 @@
 // Package console is ship's web console: server-rendered pages (Overview,
-// Chats, Chat, Approvals, Tasks, Tools) built from html/template and
+// Chats, Chat, Approvals, Tasks, Notes, Tools) built from html/template and
 // embedded assets, with live parts fed by the event stream. It needs no
 // front-end toolchain: the one library it uses, htmx 2.0.8 (0BSD), is
 // vendored under static/.
@@ -61,6 +61,9 @@ type Options struct {
 	MCP      func() []mcp.ServerStatus
 	// Tasks lists and runs scheduled tasks; nil shows none.
 	Tasks TaskService
+	// Notes shows and edits the long-term notes; nil: the Notes page says
+	// they are off.
+	Notes NotesService
 	// Events serves the event stream of one chat ("" for every chat) as
 	// server-sent events: the API's own stream, behind the console's
 	// session instead of the bearer token.
@@ -146,6 +149,8 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("GET /approvals", page(c.handleApprovals))
 	mux.Handle("GET /tasks", page(c.handleTasks))
 	mux.Handle("GET /tools", page(c.handleTools))
+	mux.Handle("GET /notes", page(c.handleNotes))
+	mux.Handle("GET /notes/edit", page(c.handleNotesEdit))
 
 	mux.Handle("GET /console/entries", page(c.handleEntries))
 	mux.Handle("GET /console/events", page(c.handleEvents))
@@ -154,6 +159,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("POST /console/approvals/{code}/{verb}", post(c.handleDecide))
 	mux.Handle("POST /console/questions/{id}/{n}", post(c.handleAnswer))
 	mux.Handle("POST /console/tasks/{name}/run", post(c.handleRunTask))
+	mux.Handle("POST /console/notes", post(c.handleNotesSave))
 	mux.Handle("POST /logout", post(c.handleLogout))
 
 	mux.Handle("GET /login", c.local(http.HandlerFunc(c.handleLoginPage)))
@@ -163,7 +169,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 
 // Pages is the console's navigation, in order.
 var navigation = []struct{ Path, Title string }{
-	{"/", "Overview"}, {"/chats", "Chats"}, {"/approvals", "Approvals"}, {"/tasks", "Tasks"}, {"/tools", "Tools"},
+	{"/", "Overview"}, {"/chats", "Chats"}, {"/approvals", "Approvals"}, {"/tasks", "Tasks"}, {"/notes", "Notes"}, {"/tools", "Tools"},
 }
 
 // render writes a page: the layout around what body writes. A request
