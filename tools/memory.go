@@ -196,7 +196,7 @@ func (t *MemorySearch) Call(ctx context.Context, args json.RawMessage) agent.Too
 	}
 	fields := map[string]any{"hits": hits}
 	if len(hits) == 0 {
-		fields["note"] = "no line of the notes mentions all of that"
+		fields["hits"], fields["note"] = []memory.Hit{}, "no line of the notes mentions all of that"
 	}
 	return result(true, fields)
 }

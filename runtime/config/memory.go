@@ -20,9 +20,11 @@ type MemoryConfig struct {
 }
 
 // Limits a notes setting may take: a prompt is not the place for more
-// than 64 KiB of notes, nor a notes file for more than 1 MiB.
+// than 64 KiB of notes, nor a notes file for more than 256 KiB (in a
+// cluster one set of notes is one message, under NATS's 1 MB default
+// max_payload with room to spare).
 const (
-	maxNotesBytes       = 1 << 20
+	maxNotesBytes       = 256 << 10
 	maxNotesPromptBytes = 64 << 10
 )
 
