@@ -186,3 +186,22 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A message without a sender (a channel post) speaks for nobody: no
+// person's notes are shown, not even ones kept under an empty user id.
+func TestNoSenderNoPersonNotes(t *testing.T) {
+	s, err := memory.Open(memory.Options{Dir: t.TempDir(), PersonNotesIn: memory.PersonAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	must(t, s.Write(ctx, memory.Ref{Kind: memory.KindPerson, ID: "telegram:"}, "nobody's note"))
+	route := private
+	route.UserID = ""
+	if sc := s.ScopeOf(ctx, route.ChatKey, route); sc.Person.ID != "" {
+		t.Fatalf("a message without a sender has person notes %q", sc.Person.ID)
+	}
+	if p := s.Prompt(ctx, route.ChatKey, route); strings.Contains(p, "nobody's note") {
+		t.Fatalf("prompt:\n%s", p)
+	}
+}
