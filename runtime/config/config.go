@@ -51,6 +51,8 @@ type Config struct {
 	Cluster ClusterConfig `json:"cluster"`
 	// Memory is the long-term notes.
 	Memory MemoryConfig `json:"memory"`
+	// Limits are the daily token budgets.
+	Limits LimitsConfig `json:"limits"`
 
 	// lookup is how this configuration read the environment (and .env):
 	// a reload of ship.json expands "${VAR}" the same way.
@@ -465,6 +467,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.validateMedia(); err != nil {
+		return err
+	}
+	if err := c.Limits.validate(); err != nil {
 		return err
 	}
 	if err := c.Skills.validate(); err != nil {
