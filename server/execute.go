@@ -181,6 +181,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 // queue is the client's business; anything else is logged and kept vague.
 func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err error) {
 	var limited *ingress.RateLimitedError
+	if writeBudgetError(w, r, err) {
+		return
+	}
 	switch {
 	case errors.As(err, &limited):
 		secs := throttle.RetryAfter(max(limited.RetryAfter, time.Second))

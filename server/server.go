@@ -252,6 +252,8 @@ type statusResponse struct {
 	// Cluster is set in cluster mode: the replicas, who holds each
 	// platform connection, each replica's running chats.
 	Cluster any `json:"cluster,omitempty"`
+	// Usage is today's tokens, in all and by the top chats and people.
+	Usage *engine.UsageReport `json:"usage,omitempty"`
 }
 
 type queueStatus struct {
@@ -298,5 +300,6 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		},
 		Adapters: adapterList,
 		MCP:      mcpList,
+		Usage:    s.usageStatus(),
 	})
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/runtime/tasks"
+	"github.com/shipmyagent/ship/runtime/usage"
 	"github.com/shipmyagent/ship/server"
 	"github.com/shipmyagent/ship/tools"
 )
@@ -192,6 +193,8 @@ type parts struct {
 	questions *questions.Store
 	// notes are the long-term notes (memory.go); nil when off.
 	notes *memory.Store
+	// usage counts tokens per day, chat and person (.ship/usage.json).
+	usage *usage.Tally
 }
 
 func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
@@ -204,6 +207,9 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 		return p, err
 	}
 	if p.book, err = contacts.Open(cfg.StatePath("contacts.json"), log); err != nil {
+		return p, err
+	}
+	if p.usage, err = usage.Open(cfg.StatePath(usageFile), nil); err != nil {
 		return p, err
 	}
 	if p.skillTools, p.skillPrompt, err = newSkills(cfg, log); err != nil {
@@ -258,6 +264,9 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 
 		// Each chat's /model choice; llm.switch says who may switch.
 		ModelChoicesPath: cfg.StatePath("models.json"), ModelSwitch: cfg.LLM.Switch,
+
+		// Tokens per day, chat and person, and limits.tokens.
+		Usage: p.usage, TokenBudget: cfg.Limits.Tokens.Budget(),
 	}
 }
 

@@ -83,6 +83,9 @@ type View interface {
 	// Questions lists the questions of chatKey that still take answers,
 	// newest first.
 	Questions(ctx context.Context, chatKey string) ([]dispatch.Question, error)
+	// Usage is a day's token usage ("" for today, UTC) with its top chats
+	// and people; ok is false when ship counts no tokens.
+	Usage(day string) (r UsageReport, ok bool)
 }
 
 // The Engine is both: the binary hands it to the server as each.

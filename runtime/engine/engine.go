@@ -31,6 +31,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
+	"github.com/shipmyagent/ship/runtime/usage"
 )
 
 // Options configure the assembled core.
@@ -132,6 +133,11 @@ type Options struct {
 	Vision bool
 	Files  *media.Store
 	Logger zerolog.Logger
+
+	// Usage, when set, counts every run's tokens (and logs them in the
+	// chat); TokenBudget refuses turns once today's budget is used up.
+	Usage       *usage.Tally
+	TokenBudget usage.Budget
 }
 
 // Engine is ship's core wired together.
@@ -155,6 +161,8 @@ type Engine struct {
 
 	picker     *modelPicker
 	switchRule string // llm.switch
+
+	usage *usage.Tally // nil without Options.Usage
 
 	// bg owns the engine's own goroutines (the approval sweeper, notes);
 	// Close ends them.
@@ -224,7 +232,7 @@ func New(opts Options) (*Engine, error) {
 		bus = events.NewBus(0)
 	}
 	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: st.runs, Redact: opts.Redact, Log: opts.Logger, gov: gov,
-		picker: picker}
+		picker: picker, usage: opts.Usage}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
 	q := queue.New(runner.Handle, qopts)
@@ -233,9 +241,10 @@ func New(opts Options) (*Engine, error) {
 		ingress: ingress.New(ingress.Options{
 			Store: st.store, Queue: q, Journal: st.journal, Limiter: ingress.NewUserLimiter(opts.UserLimit), Observe: opts.Observe, Logger: opts.Logger,
 			Shared: opts.Shared, Claims: opts.Claims, OnRefused: refusedEvent(bus),
+			Budget: budgetCheck(opts.Usage, opts.TokenBudget, gov),
 		}),
 		journal: st.journal, runs: st.runs, model: opts.ModelName, log: opts.Logger, recovered: st.recovered, gov: gov,
-		picker: picker, switchRule: switchRule, questions: opts.Questions, memory: opts.Memory,
+		picker: picker, switchRule: switchRule, questions: opts.Questions, memory: opts.Memory, usage: opts.Usage,
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	var sweepCtx context.Context
@@ -254,10 +263,16 @@ func (e *Engine) Register(channel string, d dispatch.Dispatcher) { e.registry.Re
 // (ingress.Submit). Platforms deliver again: it is deduplicated; a refused
 // one is kept in the log with its refusal, since the platform is
 // acknowledged either way, and a re-delivery of it is then a duplicate.
+// A message refused for its token budget is answered here, in the chat,
+// and is no error of the platform's.
 func (e *Engine) Accept(ctx context.Context, s ingress.Submission) (ingress.Ticket, error) {
 	s.Once, s.KeepRefused = true, true
 	e.takeNumberedAnswer(&s)
-	return e.ingress.Submit(ctx, s)
+	t, err := e.ingress.Submit(ctx, s)
+	if err != nil && e.tellBudget(s, err) {
+		return ingress.Ticket{}, nil
+	}
+	return t, err
 }
 
 // Record logs a platform message that is not addressed to the bot, once.

@@ -16,6 +16,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/journal"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/queue"
+	"github.com/shipmyagent/ship/runtime/usage"
 )
 
 // Runner runs queued jobs on the runtime: it puts the request context into
@@ -36,6 +37,7 @@ type Runner struct {
 
 	gov    *governor    // fixes each run's policy scope; nil in a bare Runner
 	picker *modelPicker // picks each run's model; nil: the runtime's own
+	usage  *usage.Tally // counts each run's tokens; nil: not counted
 }
 
 // journaledRun returns the id of the journaled run ctx belongs to: the
@@ -86,6 +88,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		r.notice(ctx, job, log)
 	}
 	out := r.run(ctx, item, ev, live, log)
+	r.recordUsage(ctx, item, out.Result, log)
 	out.Result.Artifacts = ev.artifacts()
 	// A run cut short by shutdown leaves what it showed for its resumed
 	// run to take over.

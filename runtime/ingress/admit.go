@@ -37,6 +37,11 @@ func (in *Ingress) admit(ctx context.Context, s Submission) error {
 			return &RateLimitedError{RetryAfter: wait}
 		}
 	}
+	if in.budget != nil && !s.Unlimited {
+		if err := in.budget(ctx, s); err != nil {
+			return err
+		}
+	}
 	if in.shared != nil {
 		// The shared queue's room is the cluster's: asked of it when it
 		// can tell before the message is logged (Room).
@@ -97,10 +102,13 @@ func (in *Ingress) notifyRefused(ctx context.Context, s Submission, err error) {
 }
 
 // RefusalCode is the error code a refusal is reported with (events, API
-// answers): RATE_LIMITED, QUEUE_FULL or SHUTTING_DOWN; "" for any other
-// error.
+// answers): RATE_LIMITED, QUEUE_FULL or SHUTTING_DOWN, the code a Budget
+// refusal names itself (BUDGET_EXCEEDED); "" for any other error.
 func RefusalCode(err error) string {
+	var coded interface{ RefusalCode() string }
 	switch {
+	case errors.As(err, &coded):
+		return coded.RefusalCode()
 	case errors.Is(err, ErrRateLimited):
 		return "RATE_LIMITED"
 	case errors.Is(err, queue.ErrQueueFull):

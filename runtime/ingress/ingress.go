@@ -61,6 +61,10 @@ type Options struct {
 	// Limiter, when set, caps how fast one sender of a chat is answered,
 	// whatever the door (see Submission.Unlimited).
 	Limiter *UserLimiter
+	// Budget, when set, may refuse a message before it is logged as
+	// taken (the daily token budgets); its error is the refusal. Messages
+	// from ship itself (Submission.Unlimited) are not asked.
+	Budget func(ctx context.Context, s Submission) error
 	// OnRefused, when set, hears of every message the limit or the queue
 	// turned away, so the refusal is visible (the engine publishes an
 	// error event) rather than silent.
@@ -112,6 +116,7 @@ type Ingress struct {
 	limiter *UserLimiter
 	observe func(ctx context.Context, s Submission)
 	refused func(ctx context.Context, s Submission, err error)
+	budget  func(ctx context.Context, s Submission) error
 	shared  Shared
 	claims  Claims
 	log     zerolog.Logger
@@ -133,8 +138,8 @@ func New(opts Options) *Ingress {
 	_, _ = rand.Read(b)
 	return &Ingress{
 		store: opts.Store, queue: opts.Queue, journal: opts.Journal, limiter: opts.Limiter, observe: opts.Observe, log: opts.Logger,
-		refused: opts.OnRefused,
-		shared:  opts.Shared, claims: opts.Claims,
+		refused: opts.OnRefused, budget: opts.Budget,
+		shared: opts.Shared, claims: opts.Claims,
 		seen: seen, boot: hex.EncodeToString(b),
 	}
 }

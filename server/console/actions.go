@@ -55,6 +55,8 @@ func (c *Console) sendError(w http.ResponseWriter, r *http.Request, err error) {
 		plain(w, http.StatusServiceUnavailable, "ship is busy: the queue is full. Try again in a few seconds.")
 	case errors.Is(err, ingress.ErrRateLimited):
 		plain(w, http.StatusTooManyRequests, "Too many messages in a row: wait a moment, then send it again. The message was not taken.")
+	case ingress.RefusalCode(err) == "BUDGET_EXCEEDED": // limits.tokens
+		plain(w, http.StatusTooManyRequests, "Not taken: "+err.Error()+".")
 	default:
 		c.fail(w, r, err)
 	}
