@@ -30,6 +30,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
+	"github.com/shipmyagent/ship/runtime/usage"
 	"github.com/shipmyagent/ship/tools"
 )
 
@@ -140,6 +141,9 @@ type harnessOptions struct {
 	show bool
 	// now is the questions' clock (nil: time.Now).
 	now func() time.Time
+	// usage counts tokens; budget is limits.tokens.
+	usage  *usage.Tally
+	budget usage.Budget
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -248,6 +252,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Logger:        log,
 		Questions:     qs,
 
+		Usage: o.usage, TokenBudget: o.budget,
 		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch, ModelChoices: o.modelChoices,
 	})
 	if err != nil {
