@@ -30,6 +30,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
+	"github.com/shipmyagent/ship/runtime/usage"
 	"github.com/shipmyagent/ship/server"
 	"github.com/shipmyagent/ship/tools"
 )
@@ -59,6 +60,9 @@ type setup struct {
 	// show offers chat_send_file and chat_ask (questions kept in memory)
 	// and serves .ship/files, as the binary does.
 	show bool
+	// usage counts tokens; budget is limits.tokens.
+	usage  *usage.Tally
+	budget usage.Budget
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -141,6 +145,7 @@ func newEnv(t *testing.T, o setup) *env {
 		Policy:        func() *policy.Policy { return o.policy },
 		Questions:     qs,
 		Logger:        zerolog.New(logs),
+		Usage:         o.usage, TokenBudget: o.budget,
 	})
 	if err != nil {
 		t.Fatal(err)
