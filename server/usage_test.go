@@ -17,7 +17,7 @@ func TestExecuteOverTheTokenBudgetIs429AndStatusShowsUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, setup{usage: tally, budget: usage.Budget{PerChatPerDay: 220},
+	e := newEnv(t, setup{usage: tally, budget: usage.Budget{PerChatPerDay: 220}, opts: withConsole,
 		handler: func(fakeopenai.Request) fakeopenai.Response {
 			return fakeopenai.Response{Content: "noted", PromptTokens: 100, CompletionTokens: 10}
 		}})
@@ -43,5 +43,15 @@ func TestExecuteOverTheTokenBudgetIs429AndStatusShowsUsage(t *testing.T) {
 	chats, _ := u["chats"].([]any)
 	if len(chats) != 2 || chats[0].(map[string]any)["key"] != "api:chat:a" {
 		t.Errorf("top chats = %v", chats)
+	}
+
+	// The console's Usage page shows the same day.
+	resp, page := get(t, consoleClient(t, e), e, "/usage")
+	if resp.StatusCode != 200 || !strings.Contains(page, "Tokens on 2026-11-26") ||
+		!strings.Contains(page, `href="/chats/api:chat:a">api:chat:a</a></td><td class="num">2</td><td class="num">200</td>`) {
+		t.Errorf("usage page %d:\n%s", resp.StatusCode, page)
+	}
+	if resp, _ := get(t, consoleClient(t, e), e, "/usage?day=yesterday"); resp.StatusCode != 400 {
+		t.Errorf("a day that is no date: %d, want 400", resp.StatusCode)
 	}
 }

@@ -17,6 +17,9 @@ import (
 // UsageReport is one day's token usage (View.Usage, GET /api/status).
 type UsageReport = usage.Report
 
+// UsageRow is one chat's or person's line of a UsageReport.
+type UsageRow = usage.Row
+
 // EventUsage marks the system entry a run leaves in its chat's log with
 // the tokens it used (meta: replyTo, person, inputTokens,
 // cachedInputTokens, outputTokens). It carries no message id: a system

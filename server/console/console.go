@@ -151,6 +151,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("GET /tools", page(c.handleTools))
 	mux.Handle("GET /notes", page(c.handleNotes))
 	mux.Handle("GET /notes/edit", page(c.handleNotesEdit))
+	mux.Handle("GET /usage", page(c.handleUsage))
 
 	mux.Handle("GET /console/entries", page(c.handleEntries))
 	mux.Handle("GET /console/events", page(c.handleEvents))
@@ -170,6 +171,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 // Pages is the console's navigation, in order.
 var navigation = []struct{ Path, Title string }{
 	{"/", "Overview"}, {"/chats", "Chats"}, {"/approvals", "Approvals"}, {"/tasks", "Tasks"}, {"/notes", "Notes"}, {"/tools", "Tools"},
+	{"/usage", "Usage"},
 }
 
 // render writes a page: the layout around what body writes. A request
