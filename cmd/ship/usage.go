@@ -18,10 +18,9 @@ import (
 const usageFile = "usage.json"
 
 type usageFlags struct {
-	day     string
-	top     int
-	asJSON  bool
-	nowFunc func() time.Time // the clock "today" is read by; nil: time.Now
+	day    string
+	top    int
+	asJSON bool
 }
 
 func newUsageCmd() *cobra.Command {
@@ -56,11 +55,7 @@ func runUsage(w io.Writer, dir string, f usageFlags) error {
 	if f.top < 0 {
 		return fmt.Errorf("--top %d: want 0 or more", f.top)
 	}
-	now := time.Now
-	if f.nowFunc != nil {
-		now = f.nowFunc
-	}
-	r, err := usage.ReadReport(filepath.Join(dir, config.StateDir, usageFile), f.day, now(), f.top)
+	r, err := usage.ReadReport(filepath.Join(dir, config.StateDir, usageFile), f.day, time.Now(), f.top)
 	if err != nil {
 		return err
 	}
