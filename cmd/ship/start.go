@@ -193,7 +193,7 @@ type parts struct {
 	questions *questions.Store
 	// notes are the long-term notes (memory.go); nil when off.
 	notes *memory.Store
-	// usage counts tokens per day, chat and person (.ship/usage.json).
+	// usage counts tokens per day, chat and person (.ship/usage/).
 	usage *usage.Tally
 }
 
@@ -209,7 +209,7 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 	if p.book, err = contacts.Open(cfg.StatePath("contacts.json"), log); err != nil {
 		return p, err
 	}
-	if p.usage, err = usage.Open(cfg.StatePath(usageFile), nil); err != nil {
+	if p.usage, err = usage.Open(cfg.StatePath(usageDir), nil); err != nil {
 		return p, err
 	}
 	if p.skillTools, p.skillPrompt, err = newSkills(cfg, log); err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/shipmyagent/ship/runtime/usage"
 )
 
-// usageFile is the token counters' state file under .ship.
-const usageFile = "usage.json"
+// usageDir holds the token counters under .ship, one file a day.
+const usageDir = "usage"
 
 type usageFlags struct {
 	day    string
@@ -28,10 +28,10 @@ func newUsageCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "usage [dir]",
 		Short: "Show the tokens used today (or on --day), in all and by chat and person",
-		Long: `usage reads dir/.ship/usage.json, the counters a running ship rewrites after every turn,
-so it works whether ship runs or not. Days are UTC days; the budgets of limits.tokens reset at
-00:00 UTC. Input counts every prompt token, cached ones included; a budget counts input plus
-output. The file keeps the last 31 days.`,
+		Long: `usage reads dir/.ship/usage/<day>.json, the counters a running ship rewrites after every
+turn, so it works whether ship runs or not. Days are UTC days; the budgets of limits.tokens reset
+at 00:00 UTC. Input counts every prompt token, cached ones included; a budget counts input plus
+output. The last 31 days are kept.`,
 		Example: `  ship usage mybot
   ship usage mybot --day 2026-11-25 --top 20
   ship usage mybot --json`,
@@ -55,7 +55,7 @@ func runUsage(w io.Writer, dir string, f usageFlags) error {
 	if f.top < 0 {
 		return fmt.Errorf("--top %d: want 0 or more", f.top)
 	}
-	r, err := usage.ReadReport(filepath.Join(dir, config.StateDir, usageFile), f.day, time.Now(), f.top)
+	r, err := usage.ReadReport(filepath.Join(dir, config.StateDir, usageDir), f.day, time.Now(), f.top)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 func TestShipUsagePrintsTheDaysTable(t *testing.T) {
 	dir := t.TempDir()
 	day := func() time.Time { return time.Date(2026, 11, 26, 9, 30, 0, 0, time.UTC) }
-	tally, err := usage.Open(filepath.Join(dir, ".ship", "usage.json"), day)
+	tally, err := usage.Open(filepath.Join(dir, ".ship", "usage"), day)
 	if err != nil {
 		t.Fatal(err)
 	}

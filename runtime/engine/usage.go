@@ -30,12 +30,18 @@ const EventUsage = "usage"
 const usageTopN = 10
 
 // Usage is day's token usage ("" for today), with its top chats and
-// people; ok is false when ship keeps no usage.
+// people; ok is false when ship keeps no usage. A day whose file cannot be
+// read shows as empty, and the reason is logged.
 func (e *Engine) Usage(day string) (r UsageReport, ok bool) {
 	if e.usage == nil {
 		return UsageReport{}, false
 	}
-	return e.usage.Report(day, usageTopN), true
+	r, err := e.usage.Report(day, usageTopN)
+	if err != nil {
+		e.log.Error().Err(err).Str("day", day).Msg("reading token usage")
+		return UsageReport{Day: day, Chats: []usage.Row{}, People: []usage.Row{}}, true
+	}
+	return r, true
 }
 
 // person is whom a turn's tokens count against: the identity the policy

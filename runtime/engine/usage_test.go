@@ -44,7 +44,7 @@ func accept(t *testing.T, h *harness, chatID, user, msgID string) {
 
 func TestUsageTotalsAreExactAndSurviveARestart(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, ".ship", "usage.json")
+	path := filepath.Join(dir, ".ship", "usage")
 	clock := &settable{t: time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)}
 	tally, err := usage.Open(path, clock.now)
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package usage keeps what the model cost: tokens (input, cached input,
-// output) per UTC day, per chat and per person, in a small state file
-// (.ship/usage.json) rewritten after every turn, and checks the optional
+// output) per UTC day, per chat and per person, in one small state file a
+// day (.ship/usage/2026-11-26.json) rewritten after every turn, and checks the optional
 // daily token budgets against it before a turn is taken.
 package usage
 
@@ -11,8 +11,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,27 +41,24 @@ func (c *Counts) add(o Counts) {
 	c.Turns += o.Turns
 }
 
-// Day is one UTC day's counters.
+// Day is one UTC day's counters: the file <dir>/<day>.json.
 type Day struct {
+	V      int               `json:"v"`
 	Total  Counts            `json:"total"`
 	Chats  map[string]Counts `json:"chats"`
 	People map[string]Counts `json:"people"`
 }
 
-// file is the state file's shape.
-type file struct {
-	V    int             `json:"v"`
-	Days map[string]*Day `json:"days"`
-}
+func newDay() *Day { return &Day{V: 1, Chats: map[string]Counts{}, People: map[string]Counts{}} }
 
-// KeepDays is how many days the state file keeps: a month of history for
-// `ship usage --day`, and a file that stays small.
+// KeepDays is how many days' files are kept: a month of history for
+// `ship usage --day`; older ones are removed when a day begins.
 const KeepDays = 31
 
-// dayLayout names a day in the file and on the API ("2026-11-26", UTC).
+// dayLayout names a day in file names and on the API ("2026-11-26", UTC).
 const dayLayout = "2006-01-02"
 
-// DayOf is the UTC day t falls in, as the file names it.
+// DayOf is the UTC day t falls in, as the files name it.
 func DayOf(t time.Time) string { return t.UTC().Format(dayLayout) }
 
 // ResetAt is when the budget window that holds t ends: the next 00:00 UTC.
@@ -69,80 +67,125 @@ func ResetAt(t time.Time) time.Time {
 	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 }
 
-// Tally is the per-day aggregate. It is safe for concurrent use.
+// Tally is today's aggregate, kept in memory and written to today's file
+// after every turn: one small file a day, so a turn rewrites only the
+// day's counters however long ship has run. It is safe for concurrent use.
 type Tally struct {
-	path string
-	now  func() time.Time
+	dir string
+	now func() time.Time
 
-	mu   sync.Mutex
-	days map[string]*Day
+	// writeMu keeps the file's writes in the order of their snapshots,
+	// without holding mu (which the front door's Check needs) during the
+	// fsync.
+	writeMu sync.Mutex
+	mu      sync.Mutex
+	today   string // the day d counts
+	d       *Day
 }
 
-// Open loads the aggregate kept at path ("" keeps it in memory only); now
-// is its clock (nil: time.Now), which decides the day a turn counts for.
-func Open(path string, now func() time.Time) (*Tally, error) {
+// Open loads today's counters from dir (<project>/.ship/usage; "" keeps
+// them in memory only); now is its clock (nil: time.Now), which decides
+// the day a turn counts for.
+func Open(dir string, now func() time.Time) (*Tally, error) {
 	if now == nil {
 		now = time.Now
 	}
-	t := &Tally{path: path, now: now, days: map[string]*Day{}}
-	if path == "" {
-		return t, nil
-	}
-	f, err := read(path)
-	if err != nil {
+	t := &Tally{dir: dir, now: now}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.roll(); err != nil {
 		return nil, err
 	}
-	t.days = f.Days
 	return t, nil
 }
 
-// read loads a state file; a missing one is empty.
-func read(path string) (file, error) {
-	f := file{Days: map[string]*Day{}}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
+// roll makes d today's counters, reading them when the day is new to
+// this process (a restart, or 00:00 UTC), and removes files past
+// KeepDays. Called with mu held.
+func (t *Tally) roll() error {
+	day := DayOf(t.now())
+	if day == t.today {
+		return nil
 	}
+	d, err := readDay(t.dir, day)
 	if err != nil {
-		return f, fmt.Errorf("reading token usage: %w", err)
+		return err
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return f, fmt.Errorf("reading token usage %s: %w", path, err)
-	}
-	if f.Days == nil {
-		f.Days = map[string]*Day{}
-	}
-	return f, nil
+	t.today, t.d = day, d
+	t.prune(day)
+	return nil
 }
 
-// Now is the tally's clock.
-func (t *Tally) Now() time.Time { return t.now() }
+// readDay loads day's file from dir; a missing one (or no dir) is empty.
+func readDay(dir, day string) (*Day, error) {
+	d := newDay()
+	if dir == "" {
+		return d, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, day+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading token usage: %w", err)
+	}
+	if err := json.Unmarshal(b, d); err != nil {
+		return nil, fmt.Errorf("reading token usage of %s: %w", day, err)
+	}
+	if d.Chats == nil {
+		d.Chats = map[string]Counts{}
+	}
+	if d.People == nil {
+		d.People = map[string]Counts{}
+	}
+	return d, nil
+}
+
+// prune removes the day files older than KeepDays before today; a file
+// that cannot be removed is left for the next day to try.
+func (t *Tally) prune(today string) {
+	if t.dir == "" {
+		return
+	}
+	names, _ := filepath.Glob(filepath.Join(t.dir, "????-??-??.json"))
+	start, _ := time.Parse(dayLayout, today)
+	oldest := DayOf(start.AddDate(0, 0, -(KeepDays - 1)))
+	for _, n := range names {
+		if day := strings.TrimSuffix(filepath.Base(n), ".json"); day < oldest {
+			_ = os.Remove(n)
+		}
+	}
+}
 
 // Add counts one turn of chatKey asked by person (a policy identity,
-// "telegram:42"; "" when nobody is known) for today, and writes the file.
-// A turn that reported no tokens still counts as a turn.
+// "telegram:42"; "" when nobody is known) for today, and writes today's
+// file. A turn that reported no tokens still counts as a turn.
 func (t *Tally) Add(chatKey, person string, c Counts) error {
 	c.Turns = 1
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	day := DayOf(t.now())
-	d := t.days[day]
-	if d == nil {
-		d = &Day{Chats: map[string]Counts{}, People: map[string]Counts{}}
-		t.days[day] = d
-		t.prune()
+	if err := t.roll(); err != nil {
+		t.mu.Unlock()
+		return err
 	}
+	day, d := t.today, t.d
 	d.Total.add(c)
 	addTo(d.Chats, chatKey, c)
 	addTo(d.People, person, c)
-	if t.path == "" {
+	var b []byte
+	var err error
+	if t.dir != "" {
+		b, err = json.Marshal(d)
+	}
+	t.mu.Unlock()
+	if t.dir == "" {
 		return nil
 	}
-	b, err := json.Marshal(file{V: 1, Days: t.days})
 	if err != nil {
 		return fmt.Errorf("encoding token usage: %w", err)
 	}
-	if err := statefile.Write(t.path, b); err != nil {
+	if err := statefile.Write(filepath.Join(t.dir, day+".json"), b); err != nil {
 		return fmt.Errorf("saving token usage: %w", err)
 	}
 	return nil
@@ -157,30 +200,16 @@ func addTo(m map[string]Counts, key string, c Counts) {
 	m[key] = v
 }
 
-// prune drops the days past KeepDays (the newest are kept).
-func (t *Tally) prune() {
-	if len(t.days) <= KeepDays {
-		return
-	}
-	names := make([]string, 0, len(t.days))
-	for k := range t.days {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names[:len(names)-KeepDays] {
-		delete(t.days, k)
-	}
-}
-
-// Today is what chatKey and person used today.
+// Today is what chatKey and person used today. When a new day's file
+// cannot be read, nothing counts as used (no turn is refused for it) and
+// the next Add reports the error.
 func (t *Tally) Today(chatKey, person string) (chat, who Counts) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d := t.days[DayOf(t.now())]
-	if d == nil {
+	if t.roll() != nil {
 		return Counts{}, Counts{}
 	}
-	return d.Chats[chatKey], d.People[person]
+	return t.d.Chats[chatKey], t.d.People[person]
 }
 
 // Report is one day's usage as /api/status and `ship usage` show it.
@@ -204,37 +233,40 @@ type Row struct {
 	Counts
 }
 
-// Report is day's usage ("" for today) with its top chats and people.
-func (t *Tally) Report(day string, top int) Report {
+// Report is day's usage ("" for today) with its top chats and people; a
+// past day is read from its file.
+func (t *Tally) Report(day string, top int) (Report, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if day == "" {
-		day = DayOf(t.now())
-	}
-	return report(day, t.days[day], top)
-}
-
-// ReadReport is day's usage ("" for today, by now) from the state file at
-// path, read without a running ship (`ship usage`).
-func ReadReport(path, day string, now time.Time, top int) (Report, error) {
-	f, err := read(path)
-	if err != nil {
+	if err := t.roll(); err != nil {
+		t.mu.Unlock()
 		return Report{}, err
 	}
+	if day == "" || day == t.today {
+		defer t.mu.Unlock()
+		return report(t.today, t.d, top), nil
+	}
+	t.mu.Unlock()
+	return ReadReport(t.dir, day, t.now(), top)
+}
+
+// ReadReport is day's usage ("" for today, by now) from the files in dir,
+// read without a running ship (`ship usage`).
+func ReadReport(dir, day string, now time.Time, top int) (Report, error) {
 	if day == "" {
 		day = DayOf(now)
 	} else if _, err := time.Parse(dayLayout, day); err != nil {
 		return Report{}, fmt.Errorf("reading the day %q: want YYYY-MM-DD: %w", day, err)
 	}
-	return report(day, f.Days[day], top), nil
+	d, err := readDay(dir, day)
+	if err != nil {
+		return Report{}, err
+	}
+	return report(day, d, top), nil
 }
 
 func report(day string, d *Day, top int) Report {
 	start, _ := time.Parse(dayLayout, day)
 	r := Report{Day: day, ResetsAt: ResetAt(start).Format(time.RFC3339), Chats: []Row{}, People: []Row{}}
-	if d == nil {
-		return r
-	}
 	r.Total, r.ChatCount, r.PeopleCount = d.Total, len(d.Chats), len(d.People)
 	r.Chats, r.People = topRows(d.Chats, top), topRows(d.People, top)
 	return r

@@ -1,8 +1,11 @@
 package usage_test
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,8 +18,18 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), ".ship", "usage.json")
+	path := filepath.Join(t.TempDir(), ".ship", "usage")
 	c := &clock{time.Date(2026, 11, 26, 23, 59, 0, 0, time.UTC)}
+	// Days past KeepDays are removed; the month before stays.
+	old, kept := filepath.Join(path, "2026-10-26.json"), filepath.Join(path, "2026-10-28.json")
+	for _, f := range []string{old, kept} {
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(`{"v":1,"total":{"turns":1}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tl, err := usage.Open(path, c.now)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +51,16 @@ func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := again.Report("2026-11-26", 1)
+	if _, err := os.Stat(old); err == nil {
+		t.Error("a day older than KeepDays was kept")
+	}
+	if r, err := again.Report("2026-10-28", 5); err != nil || r.Total.Turns != 1 {
+		t.Errorf("a day within KeepDays: %+v, %v", r, err)
+	}
+	r, err := again.Report("2026-11-26", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := usage.Counts{Input: 307, CachedInput: 120, Output: 33, Turns: 4}
 	if r.Total != want {
 		t.Errorf("day total after a reopen = %+v, want %+v", r.Total, want)
@@ -49,9 +71,9 @@ func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
 	if r.ResetsAt != "2026-11-27T00:00:00Z" {
 		t.Errorf("resetsAt = %s", r.ResetsAt)
 	}
-	today := again.Report("", 10)
-	if today.Day != "2026-11-27" || today.Total.Turns != 1 || today.People[0].Key != "telegram:1" {
-		t.Errorf("today = %+v", today)
+	today, err := again.Report("", 10)
+	if err != nil || today.Day != "2026-11-27" || today.Total.Turns != 1 || today.People[0].Key != "telegram:1" {
+		t.Errorf("today = %+v, %v", today, err)
 	}
 	fromFile, err := usage.ReadReport(path, "2026-11-26", c.t, 10)
 	if err != nil || fromFile.Total != want || len(fromFile.People) != 2 {
@@ -94,5 +116,37 @@ func TestBudgetRefusesUntilTheDayChanges(t *testing.T) {
 	c.t = time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
 	if err := tl.Check(b, "chat:a", "u1", nil); err != nil {
 		t.Errorf("still refused after 00:00 UTC: %v", err)
+	}
+}
+
+// BenchmarkAdd is what counting one turn costs on a busy day (1,000
+// chats and 1,000 people so far, a month of such days on disk): today's
+// file is rewritten and fsynced per turn, the other days are not touched.
+func BenchmarkAdd(b *testing.B) {
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	dir := b.TempDir()
+	for d := 0; d < 31; d++ {
+		day := &usage.Day{V: 1, Chats: map[string]usage.Counts{}, People: map[string]usage.Counts{}}
+		for i := 0; i < 1000; i++ {
+			day.Chats["telegram:chat:"+strconv.Itoa(i)] = usage.Counts{Input: 123456, CachedInput: 100000, Output: 5432, Turns: 12}
+			day.People["telegram:"+strconv.Itoa(i)] = usage.Counts{Input: 123456, CachedInput: 100000, Output: 5432, Turns: 12}
+		}
+		raw, err := json.Marshal(day)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, usage.DayOf(start.AddDate(0, 0, -d))+".json"), raw, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tl, err := usage.Open(dir, func() time.Time { return start })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := tl.Add("telegram:chat:1", "telegram:1", usage.Counts{Input: 1000, Output: 50}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
