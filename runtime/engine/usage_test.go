@@ -169,3 +169,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Cached input is counted as the provider reports it: the fake caches a
+// prompt of 1,024 tokens or more by exact prefix, as OpenAI does, and
+// reports usage.prompt_tokens_details.cached_tokens.
+func TestCachedInputIsCountedAsTheProviderReportsIt(t *testing.T) {
+	tally, err := usage.Open("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOptions{usage: tally, agentMD: strings.Repeat("Be brief and kind. ", 400),
+		handler: func(fakeopenai.Request) fakeopenai.Response { return fakeopenai.Response{Content: "noted", CompletionTokens: 10} }})
+	for _, id := range []string{"a", "b", "c"} {
+		accept(t, h, "1", "u1", id)
+	}
+	var input, cached int64
+	for _, r := range h.fake.Requests() {
+		input += int64(r.PromptTokens)
+		cached += int64(r.CachedTokens)
+	}
+	r, _ := h.engine.Usage("")
+	if cached == 0 || r.Total.CachedInput != cached || r.Total.Input != input || r.Total.Output != 30 {
+		t.Errorf("counted %+v; the fake reported %d input, %d of it cached, 30 output", r.Total, input, cached)
+	}
+}
