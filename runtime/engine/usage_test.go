@@ -179,7 +179,9 @@ func TestCachedInputIsCountedAsTheProviderReportsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, harnessOptions{usage: tally, agentMD: strings.Repeat("Be brief and kind. ", 400),
-		handler: func(fakeopenai.Request) fakeopenai.Response { return fakeopenai.Response{Content: "noted", CompletionTokens: 10} }})
+		handler: func(fakeopenai.Request) fakeopenai.Response {
+			return fakeopenai.Response{Content: "noted", CompletionTokens: 10}
+		}})
 	for _, id := range []string{"a", "b", "c"} {
 		accept(t, h, "1", "u1", id)
 	}
