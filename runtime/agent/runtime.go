@@ -187,7 +187,10 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 
 	newTurn := compactTurn(append(exchange{user}, ec.produced()...), r.sessions.limits.MaxToolOutput)
 	mem.turns = append(l.hist, newTurn)
-	r.sessions.update(in.ChatKey, r.settle(ctx, l.model(), in.ChatKey, chatRoute{req.Channel, req.ChatID}, mem), epoch)
+	mem, spent := r.settle(ctx, l.model(), in.ChatKey, chatRoute{req.Channel, req.ChatID}, mem)
+	r.sessions.update(in.ChatKey, mem, epoch)
+	// A summary is part of what the chat costs.
+	res.Usage = addUsage(res.Usage, spent)
 	return res, runErr
 }
 
@@ -348,7 +351,10 @@ func (l *loop) model() llms.Model {
 // OutputTokens from Anthropic, whose input_tokens leave out the tokens
 // written to (CacheCreationInputTokens) and read from
 // (CacheReadInputTokens) its prompt cache: the prompt is all three.
-func (l *loop) countUsage(info map[string]any) {
+func (l *loop) countUsage(info map[string]any) { l.res.Usage = addUsage(l.res.Usage, usageOf(info)) }
+
+// usageOf reads the token counts of one model call (see countUsage).
+func usageOf(info map[string]any) Usage {
 	n := func(k string) int {
 		switch v := info[k].(type) {
 		case int:
@@ -360,9 +366,18 @@ func (l *loop) countUsage(info map[string]any) {
 		}
 		return 0
 	}
-	l.res.Usage.PromptTokens += n("PromptTokens") + n("InputTokens") + n("CacheCreationInputTokens") + n("CacheReadInputTokens")
-	l.res.Usage.CachedPromptTokens += n("PromptCachedTokens") + n("CacheReadInputTokens")
-	l.res.Usage.CompletionTokens += n("CompletionTokens") + n("OutputTokens")
+	return Usage{
+		PromptTokens:       n("PromptTokens") + n("InputTokens") + n("CacheCreationInputTokens") + n("CacheReadInputTokens"),
+		CachedPromptTokens: n("PromptCachedTokens") + n("CacheReadInputTokens"),
+		CompletionTokens:   n("CompletionTokens") + n("OutputTokens"),
+	}
+}
+
+func addUsage(a, b Usage) Usage {
+	a.PromptTokens += b.PromptTokens
+	a.CachedPromptTokens += b.CachedPromptTokens
+	a.CompletionTokens += b.CompletionTokens
+	return a
 }
 
 func (l *loop) dropOldestHalf() {

@@ -117,10 +117,11 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 	if ss.store == nil {
 		return nil, "", nil
 	}
-	// The latest summary lies at most a block and a full history back;
-	// a few more for the current message and unaddressed group messages
-	// logged while it waited.
-	entries, err := ss.store.Recent(ctx, chatKey, 2*ss.limits.MaxMessages+16)
+	// The latest summary lies at most a block and a full history back.
+	// The log holds more than the conversation (tool calls, each run's
+	// usage, unaddressed group messages, the current message): twice
+	// that, and some.
+	entries, err := ss.store.Recent(ctx, chatKey, 4*ss.limits.MaxMessages+64)
 	if err != nil {
 		return nil, "", fmt.Errorf("rebuilding history of %s: %w", chatKey, err)
 	}

@@ -34,7 +34,7 @@ const summaryPrompt = `You keep the memory of a chat between people and an AI as
 const summaryTitle = "# Summary of the earlier conversation\n"
 
 // summarize asks the model for the new summary of prior plus dropped.
-func (r *Runtime) summarize(ctx context.Context, model llms.Model, prior string, dropped []exchange) (string, error) {
+func (r *Runtime) summarize(ctx context.Context, model llms.Model, prior string, dropped []exchange) (string, Usage, error) {
 	var b strings.Builder
 	if prior != "" {
 		b.WriteString("Earlier summary:\n")
@@ -55,12 +55,13 @@ func (r *Runtime) summarize(ctx context.Context, model llms.Model, prior string,
 		llms.TextParts(llms.ChatMessageTypeHuman, b.String()),
 	}, llms.WithMaxTokens(800))
 	if err != nil {
-		return "", fmt.Errorf("summarising the oldest turns: %w", err)
+		return "", Usage{}, fmt.Errorf("summarising the oldest turns: %w", err)
 	}
 	if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Content) == "" {
-		return "", fmt.Errorf("summarising the oldest turns: the model answered nothing")
+		return "", Usage{}, fmt.Errorf("summarising the oldest turns: the model answered nothing")
 	}
-	return truncateUTF8(strings.TrimSpace(resp.Choices[0].Content), maxSummaryChars), nil
+	spent := usageOf(resp.Choices[0].GenerationInfo)
+	return truncateUTF8(strings.TrimSpace(resp.Choices[0].Content), maxSummaryChars), spent, nil
 }
 
 // writeTranscript writes one message as a transcript line: who said what,
@@ -115,28 +116,28 @@ type chatRoute struct{ channel, chatID string }
 // while the model cannot summarise; what is then dropped waits, bounded
 // too, for the next summary that works. The log holds every message
 // either way.
-func (r *Runtime) settle(ctx context.Context, model llms.Model, chatKey string, route chatRoute, mem chatMemory) chatMemory {
+func (r *Runtime) settle(ctx context.Context, model llms.Model, chatKey string, route chatRoute, mem chatMemory) (chatMemory, Usage) {
 	kept, dropped := r.sessions.split(mem.turns)
 	if len(dropped) == 0 {
-		return mem
+		return mem, Usage{}
 	}
 	log := r.opts.Logger.With().Str("chatKey", chatKey).Logger()
 	block := append(append([]exchange(nil), mem.pending...), dropped...)
-	sum, err := r.summarize(ctx, model, mem.summary, block)
+	sum, spent, err := r.summarize(ctx, model, mem.summary, block)
 	if err == nil {
 		err = r.keepSummary(ctx, chatKey, route, sum, len(kept))
 	}
 	if err != nil {
 		log.Warn().Err(err).Int("turns", len(mem.turns)).Msg("history over its limits and not summarised; the next turn tries again")
 		if !r.sessions.overTwice(mem.turns) {
-			return mem
+			return mem, spent
 		}
 		pending := block
 		for len(pending) > 1 && r.sessions.overTwice(pending) {
 			pending = pending[1:] // the oldest of them are only in the log now
 		}
-		return chatMemory{turns: kept, summary: mem.summary, pending: pending}
+		return chatMemory{turns: kept, summary: mem.summary, pending: pending}, spent
 	}
 	log.Info().Int("summarised", len(block)).Int("kept", len(kept)).Msg("oldest turns summarised")
-	return chatMemory{turns: kept, summary: sum}
+	return chatMemory{turns: kept, summary: sum}, spent
 }
