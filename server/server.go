@@ -300,6 +300,6 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		},
 		Adapters: adapterList,
 		MCP:      mcpList,
-		Usage:    s.usageStatus(),
+		Usage:    s.usageStatus(r.Context()),
 	})
 }

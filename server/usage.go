@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -16,8 +17,8 @@ const codeBudgetExceeded = "BUDGET_EXCEEDED"
 
 // usageStatus is today's token usage for GET /api/status; nil when ship
 // counts no tokens.
-func (s *Server) usageStatus() *engine.UsageReport {
-	u, ok := s.opts.View.Usage("")
+func (s *Server) usageStatus(ctx context.Context) *engine.UsageReport {
+	u, ok := s.opts.View.Usage(ctx, "")
 	if !ok {
 		return nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/records"
+	"github.com/shipmyagent/ship/runtime/usage"
 )
 
 // replica is what `ship start` adds in cluster mode: the connection to the
@@ -211,6 +212,14 @@ func (r *replica) closeUnused() {
 
 // contacts is the contacts book every replica shares (cluster mode), or
 // own, the project's file, alone.
+// shareUsage makes the token counters cluster-wide: a budget counts the
+// turns every replica answered. Each replica's files keep its own share.
+func (r *replica) shareUsage(t *usage.Tally) {
+	if r != nil && t != nil {
+		t.Share(r.node.Table("usage"))
+	}
+}
+
 func (r *replica) contacts(own *contacts.Book) *contacts.Book {
 	if r == nil {
 		return own

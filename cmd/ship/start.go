@@ -108,11 +108,14 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	p.book = rep.contacts(p.book)
 	p.taskRecords = rep.taskRecords()
 	if p.notes, err = newNotes(cfg, rep); err != nil {
+		rep.closeUnused()
 		return err
 	}
 	if p.questions, err = rep.questions(cfg); err != nil {
+		rep.closeUnused()
 		return err
 	}
+	rep.shareUsage(p.usage)
 	eng, err := engine.New(rep.engineOptions(p.engineOptions(cfg, log)))
 	if err != nil {
 		rep.closeUnused()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ func TestShipUsagePrintsTheDaysTable(t *testing.T) {
 		{"telegram:chat:1", "telegram:2", usage.Counts{Input: 900, Output: 20}},
 		{"api:chat:x", "api:token", usage.Counts{Input: 300, Output: 30}},
 	} {
-		if err := tally.Add(turn.chat, turn.who, turn.c); err != nil {
+		if err := tally.Add(context.Background(), turn.chat, turn.who, turn.c); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -85,7 +85,7 @@ type View interface {
 	Questions(ctx context.Context, chatKey string) ([]dispatch.Question, error)
 	// Usage is a day's token usage ("" for today, UTC) with its top chats
 	// and people; ok is false when ship counts no tokens.
-	Usage(day string) (r UsageReport, ok bool)
+	Usage(ctx context.Context, day string) (r UsageReport, ok bool)
 }
 
 // The Engine is both: the binary hands it to the server as each.

@@ -32,11 +32,11 @@ const usageTopN = 10
 // Usage is day's token usage ("" for today), with its top chats and
 // people; ok is false when ship keeps no usage. A day whose file cannot be
 // read shows as empty, and the reason is logged.
-func (e *Engine) Usage(day string) (r UsageReport, ok bool) {
+func (e *Engine) Usage(ctx context.Context, day string) (r UsageReport, ok bool) {
 	if e.usage == nil {
 		return UsageReport{}, false
 	}
-	r, err := e.usage.Report(day, usageTopN)
+	r, err := e.usage.Report(ctx, day, usageTopN)
 	if err != nil {
 		e.log.Error().Err(err).Str("day", day).Msg("reading token usage")
 		return UsageReport{Day: day, Chats: []usage.Row{}, People: []usage.Row{}}, true
@@ -60,11 +60,11 @@ func budgetCheck(tally *usage.Tally, b usage.Budget, gov *governor) func(context
 	if tally == nil || !b.On() {
 		return nil
 	}
-	return func(_ context.Context, s ingress.Submission) error {
+	return func(ctx context.Context, s ingress.Submission) error {
 		t := s.Turn
 		t.Route = s.Request()
 		who := person(t)
-		return tally.Check(b, s.ChatKey, who, gov.current().Roles(who))
+		return tally.Check(ctx, b, s.ChatKey, who, gov.current().Roles(who))
 	}
 }
 
@@ -96,7 +96,7 @@ func (r *Runner) recordUsage(ctx context.Context, item queue.Item[ingress.Job], 
 	}
 	u, who := res.Usage, person(job.Turn)
 	c := usage.Counts{Input: int64(u.PromptTokens), CachedInput: int64(u.CachedPromptTokens), Output: int64(u.CompletionTokens)}
-	if err := r.usage.Add(item.ChatKey, who, c); err != nil {
+	if err := r.usage.Add(context.WithoutCancel(ctx), item.ChatKey, who, c); err != nil {
 		log.Error().Err(err).Msg("counting a run's tokens")
 	}
 	req := job.Route

@@ -74,7 +74,7 @@ func TestUsageTotalsAreExactAndSurviveARestart(t *testing.T) {
 			t.Errorf("per person %v, want u1 550 and u2 110", got)
 		}
 	}
-	r, ok := h.engine.Usage("")
+	r, ok := h.engine.Usage(context.Background(), "")
 	if !ok {
 		t.Fatal("the engine counts no usage")
 	}
@@ -96,7 +96,7 @@ func TestUsageTotalsAreExactAndSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2 := newHarness(t, harnessOptions{dir: dir, handler: fixedUsage, usage: again})
-	r, _ = h2.engine.Usage("")
+	r, _ = h2.engine.Usage(context.Background(), "")
 	want(r)
 }
 
@@ -190,7 +190,7 @@ func TestCachedInputIsCountedAsTheProviderReportsIt(t *testing.T) {
 		input += int64(r.PromptTokens)
 		cached += int64(r.CachedTokens)
 	}
-	r, _ := h.engine.Usage("")
+	r, _ := h.engine.Usage(context.Background(), "")
 	if cached == 0 || r.Total.CachedInput != cached || r.Total.Input != input || r.Total.Output != 30 {
 		t.Errorf("counted %+v; the fake reported %d input, %d of it cached, 30 output", r.Total, input, cached)
 	}

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -66,11 +67,11 @@ func (e *ExceededError) RetryAt() time.Time { return e.ResetAt }
 
 // Check refuses a turn of chatKey asked by person (with roles) when a
 // budget of today is used up; nil lets it in.
-func (t *Tally) Check(b Budget, chatKey, person string, roles []string) error {
+func (t *Tally) Check(ctx context.Context, b Budget, chatKey, person string, roles []string) error {
 	if !b.On() || b.Exempt(roles) {
 		return nil
 	}
-	chatUsed, personUsed := t.Today(chatKey, person)
+	chatUsed, personUsed := t.Today(ctx, chatKey, person)
 	reset := ResetAt(t.now())
 	if b.PerUserPerDay > 0 && person != "" && personUsed.Total() >= b.PerUserPerDay {
 		return &ExceededError{Used: personUsed.Total(), Limit: b.PerUserPerDay, ResetAt: reset}

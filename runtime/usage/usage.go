@@ -6,6 +6,7 @@ package usage
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shipmyagent/ship/runtime/records"
 	"github.com/shipmyagent/ship/runtime/statefile"
 )
 
@@ -81,6 +83,10 @@ type Tally struct {
 	mu      sync.Mutex
 	today   string // the day d counts
 	d       *Day
+
+	// shared, in cluster mode, holds the day's counters of every replica
+	// (see Share); nil alone.
+	shared records.Table
 }
 
 // Open loads today's counters from dir (<project>/.ship/usage; "" keeps
@@ -160,8 +166,13 @@ func (t *Tally) prune(today string) {
 // Add counts one turn of chatKey asked by person (a policy identity,
 // "telegram:42"; "" when nobody is known) for today, and writes today's
 // file. A turn that reported no tokens still counts as a turn.
-func (t *Tally) Add(chatKey, person string, c Counts) error {
+func (t *Tally) Add(ctx context.Context, chatKey, person string, c Counts) error {
 	c.Turns = 1
+	if t.shared != nil {
+		if err := t.addShared(ctx, DayOf(t.now()), chatKey, person, c); err != nil {
+			return err
+		}
+	}
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
 	t.mu.Lock()
@@ -200,10 +211,18 @@ func addTo(m map[string]Counts, key string, c Counts) {
 	m[key] = v
 }
 
-// Today is what chatKey and person used today. When a new day's file
-// cannot be read, nothing counts as used (no turn is refused for it) and
-// the next Add reports the error.
-func (t *Tally) Today(chatKey, person string) (chat, who Counts) {
+// Today is what chatKey and person used today (across the cluster, in
+// cluster mode). When a new day's file, or the shared counters, cannot be
+// read, nothing counts as used (no turn is refused for it) and the next
+// Add reports the error.
+func (t *Tally) Today(ctx context.Context, chatKey, person string) (chat, who Counts) {
+	if t.shared != nil {
+		chat, who, err := t.todayShared(ctx, DayOf(t.now()), chatKey, person)
+		if err != nil {
+			return Counts{}, Counts{}
+		}
+		return chat, who
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.roll() != nil {
@@ -234,8 +253,21 @@ type Row struct {
 }
 
 // Report is day's usage ("" for today) with its top chats and people; a
-// past day is read from its file.
-func (t *Tally) Report(day string, top int) (Report, error) {
+// past day is read from its file (in cluster mode, both from the shared
+// counters).
+func (t *Tally) Report(ctx context.Context, day string, top int) (Report, error) {
+	if t.shared != nil {
+		if day == "" {
+			day = DayOf(t.now())
+		} else if _, err := time.Parse(dayLayout, day); err != nil {
+			return Report{}, fmt.Errorf("reading the day %q: want YYYY-MM-DD: %w", day, err)
+		}
+		d, err := t.dayShared(ctx, day)
+		if err != nil {
+			return Report{}, err
+		}
+		return report(day, d, top), nil
+	}
 	t.mu.Lock()
 	if err := t.roll(); err != nil {
 		t.mu.Unlock()

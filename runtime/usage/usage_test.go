@@ -1,6 +1,7 @@
 package usage_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -18,6 +19,7 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
+	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), ".ship", "usage")
 	c := &clock{time.Date(2026, 11, 26, 23, 59, 0, 0, time.UTC)}
 	// Days past KeepDays are removed; the month before stays.
@@ -35,15 +37,15 @@ func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if err := tl.Add("chat:a", "telegram:1", usage.Counts{Input: 100, CachedInput: 40, Output: 10}); err != nil {
+		if err := tl.Add(ctx, "chat:a", "telegram:1", usage.Counts{Input: 100, CachedInput: 40, Output: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := tl.Add("chat:b", "telegram:2", usage.Counts{Input: 7, Output: 3}); err != nil {
+	if err := tl.Add(ctx, "chat:b", "telegram:2", usage.Counts{Input: 7, Output: 3}); err != nil {
 		t.Fatal(err)
 	}
 	c.t = c.t.Add(2 * time.Minute) // the next UTC day
-	if err := tl.Add("chat:a", "telegram:1", usage.Counts{Input: 1, Output: 1}); err != nil {
+	if err := tl.Add(ctx, "chat:a", "telegram:1", usage.Counts{Input: 1, Output: 1}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -54,10 +56,10 @@ func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
 	if _, err := os.Stat(old); err == nil {
 		t.Error("a day older than KeepDays was kept")
 	}
-	if r, err := again.Report("2026-10-28", 5); err != nil || r.Total.Turns != 1 {
+	if r, err := again.Report(ctx, "2026-10-28", 5); err != nil || r.Total.Turns != 1 {
 		t.Errorf("a day within KeepDays: %+v, %v", r, err)
 	}
-	r, err := again.Report("2026-11-26", 1)
+	r, err := again.Report(ctx, "2026-11-26", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
 	if r.ResetsAt != "2026-11-27T00:00:00Z" {
 		t.Errorf("resetsAt = %s", r.ResetsAt)
 	}
-	today, err := again.Report("", 10)
+	today, err := again.Report(ctx, "", 10)
 	if err != nil || today.Day != "2026-11-27" || today.Total.Turns != 1 || today.People[0].Key != "telegram:1" {
 		t.Errorf("today = %+v, %v", today, err)
 	}
@@ -85,17 +87,18 @@ func TestTotalsAreExactAndSurviveAReopen(t *testing.T) {
 }
 
 func TestBudgetRefusesUntilTheDayChanges(t *testing.T) {
+	ctx := context.Background()
 	c := &clock{time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	tl, err := usage.Open("", c.now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := usage.Budget{PerUserPerDay: 100, PerChatPerDay: 150, ExemptRoles: []string{"admin"}}
-	if err := tl.Check(b, "chat:a", "u1", nil); err != nil {
+	if err := tl.Check(ctx, b, "chat:a", "u1", nil); err != nil {
 		t.Fatalf("a fresh day refused: %v", err)
 	}
-	_ = tl.Add("chat:a", "u1", usage.Counts{Input: 90, Output: 10})
-	err = tl.Check(b, "chat:a", "u1", nil)
+	_ = tl.Add(ctx, "chat:a", "u1", usage.Counts{Input: 90, Output: 10})
+	err = tl.Check(ctx, b, "chat:a", "u1", nil)
 	var ex *usage.ExceededError
 	if !errors.As(err, &ex) || ex.Chat || ex.Used != 100 || ex.RefusalCode() != "BUDGET_EXCEEDED" {
 		t.Fatalf("person over budget: %v", err)
@@ -103,18 +106,18 @@ func TestBudgetRefusesUntilTheDayChanges(t *testing.T) {
 	if got := ex.Reply(); got != "You have used today's token budget (100 of your 100 tokens a day); it resets at 00:00 UTC." {
 		t.Errorf("reply = %q", got)
 	}
-	if err := tl.Check(b, "chat:a", "u1", []string{"admin"}); err != nil {
+	if err := tl.Check(ctx, b, "chat:a", "u1", []string{"admin"}); err != nil {
 		t.Errorf("an exempt role was refused: %v", err)
 	}
-	if err := tl.Check(b, "chat:a", "u2", nil); err != nil {
+	if err := tl.Check(ctx, b, "chat:a", "u2", nil); err != nil {
 		t.Errorf("another person under both budgets was refused: %v", err)
 	}
-	_ = tl.Add("chat:a", "u2", usage.Counts{Input: 50})
-	if err := tl.Check(b, "chat:a", "u2", nil); !errors.As(err, &ex) || !ex.Chat {
+	_ = tl.Add(ctx, "chat:a", "u2", usage.Counts{Input: 50})
+	if err := tl.Check(ctx, b, "chat:a", "u2", nil); !errors.As(err, &ex) || !ex.Chat {
 		t.Errorf("chat over budget: %v", err)
 	}
 	c.t = time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	if err := tl.Check(b, "chat:a", "u1", nil); err != nil {
+	if err := tl.Check(ctx, b, "chat:a", "u1", nil); err != nil {
 		t.Errorf("still refused after 00:00 UTC: %v", err)
 	}
 }
@@ -145,7 +148,7 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := tl.Add("telegram:chat:1", "telegram:1", usage.Counts{Input: 1000, Output: 50}); err != nil {
+		if err := tl.Add(context.Background(), "telegram:chat:1", "telegram:1", usage.Counts{Input: 1000, Output: 50}); err != nil {
 			b.Fatal(err)
 		}
 	}

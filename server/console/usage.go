@@ -18,7 +18,7 @@ func (c *Console) handleUsage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rep, ok := c.opts.View.Usage(day)
+	rep, ok := c.opts.View.Usage(r.Context(), day)
 	c.render(w, r, "Usage", func(m *markup) { writeUsage(m, rep, ok) })
 }
 
