@@ -113,7 +113,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			return err
 		}
 	}
-	fake, err := fakeopenai.StartWithOptions(nil, fakeopenai.Options{MaxRecorded: 64})
+	fake, err := fakeopenai.StartWithOptions(loadModel, fakeopenai.Options{MaxRecorded: 64})
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func report(w io.Writer, o options, startups []time.Duration, results []variantR
 	fmt.Fprintf(b, "## Whole-process load run (`go run ./bench/load`)\n\n")
 	fmt.Fprintf(b, "- machine: %s, %d CPUs (runtime.NumCPU), %s/%s\n", shipproc.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(b, "- ship %s built with %s; load program %s\n", shipVersion, goVersion, runtime.Version())
-	fmt.Fprintf(b, "- model: a zero-latency fake of the OpenAI API (`internal/fakeopenai`, EchoChatSend: it calls `chat_send`), in the load program's process on the same machine as ship and the load client\n")
+	fmt.Fprintf(b, "- model: a zero-latency fake of the OpenAI API (`internal/fakeopenai`, EchoChatSend: it calls `chat_send`; asked for a summary of a chat's oldest turns, it writes one sentence, as a model asked for 300 words writes a short text, not the transcript back), in the load program's process on the same machine as ship and the load client\n")
 	fmt.Fprintf(b, "- %d requests per concurrency level, after %d warm-up turns; every worker has its own chatId; a turn counts when it is 200 with a non-empty `replies`\n", o.n, o.warmup)
 	fmt.Fprintf(b, "- every turn appends two ChatStore entries (the user's message, the reply); with durability `always` one fsync makes both durable before the response is sent (the reply is fsynced, which covers the earlier user entry in the same file); `none` never fsyncs\n")
 	fmt.Fprintf(b, "- ship's queue runs one turn at a time (queue.concurrency 1, the default), so at concurrency 16 a request mostly waits for the 15 ahead of it\n\n")
@@ -294,3 +294,15 @@ func orDefault(durability string) string {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// loadModel is EchoChatSend, except that a summary call (ship asks for a
+// summary of a chat's oldest turns once its history passes the limits: a
+// call offering no tools) gets one short sentence. Echoing the whole
+// transcript back, as EchoChatSend would, makes a 4 KB summary that rides
+// in every later request: a cost of the echo, not of ship.
+func loadModel(r fakeopenai.Request) fakeopenai.Response {
+	if len(r.Tools) == 0 && len(r.Messages) == 2 && r.Messages[0].Role == "system" {
+		return fakeopenai.Response{Content: "The user greeted the assistant many times; it answered each greeting."}
+	}
+	return fakeopenai.EchoChatSend(r)
+}

@@ -30,6 +30,9 @@ func TestShipUsagePrintsTheDaysTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := tally.Close(); err != nil { // as ship does when it stops
+		t.Fatal(err)
+	}
 
 	code, out, errOut := runCLI(t, "usage", dir, "--day", "2026-11-26", "--top", "1")
 	if code != 0 {

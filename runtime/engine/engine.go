@@ -313,6 +313,13 @@ func (e *Engine) Close(ctx context.Context) ([]queue.Item[ingress.Job], error) {
 			closeErr = errors.Join(closeErr, fmt.Errorf("closing journal: %w", err))
 		}
 	}
+	if e.usage != nil {
+		// The runs have ended: their counts go to the day's file now,
+		// not FlushEvery later.
+		if err := e.usage.Flush(); err != nil {
+			closeErr = errors.Join(closeErr, fmt.Errorf("saving token usage: %w", err))
+		}
+	}
 	if stopErr != nil {
 		stopErr = fmt.Errorf("stopping queue: %w", stopErr)
 	}

@@ -101,13 +101,17 @@ func (r *Runner) recordUsage(ctx context.Context, item queue.Item[ingress.Job], 
 	}
 	req := job.Route
 	// Not the run's context: a run cut short by shutdown spent its tokens
-	// all the same.
-	if _, err := r.Deliverer.Store.Append(context.WithoutCancel(ctx), chat.ChatLogEntryV1{
+	// all the same. Not waited for: the entry becomes durable with the
+	// chat's next fsync, so counting costs a turn no fsync of its own.
+	_, pending, err := r.Deliverer.Store.AppendDeferred(context.WithoutCancel(ctx), chat.ChatLogEntryV1{
 		Channel: req.Channel, ChatID: req.ChatID, ChatKey: item.ChatKey, Role: chat.RoleSystem,
 		Text: fmt.Sprintf("tokens: %d in (%d cached), %d out", c.Input, c.CachedInput, c.Output),
 		Meta: map[string]any{"event": EventUsage, "replyTo": req.MessageID, "person": who,
 			"inputTokens": c.Input, "cachedInputTokens": c.CachedInput, "outputTokens": c.Output},
-	}); err != nil {
+	})
+	if err != nil {
 		log.Error().Err(err).Msg("logging a run's tokens")
+		return
 	}
+	pending.Release()
 }

@@ -83,6 +83,10 @@ type Tally struct {
 	mu      sync.Mutex
 	today   string // the day d counts
 	d       *Day
+	// written is when today's file was last written; dirty says d holds
+	// turns the file does not yet have (see Add).
+	written time.Time
+	dirty   bool
 
 	// shared, in cluster mode, holds the day's counters of every replica
 	// (see Share); nil alone.
@@ -112,6 +116,14 @@ func (t *Tally) roll() error {
 	day := DayOf(t.now())
 	if day == t.today {
 		return nil
+	}
+	if t.dirty && t.dir != "" {
+		// The day that ends keeps its last turns: written now, once.
+		if b, err := json.Marshal(t.d); err == nil {
+			if err := statefile.Write(filepath.Join(t.dir, t.today+".json"), b); err == nil {
+				t.dirty = false
+			}
+		}
 	}
 	d, err := readDay(t.dir, day)
 	if err != nil {
@@ -163,9 +175,17 @@ func (t *Tally) prune(today string) {
 	}
 }
 
+// FlushEvery bounds how often today's file is written: a turn costs a
+// map update, not two fsyncs. A crash loses at most this much of the
+// counts (each run's tokens are also in its chat's log); Close writes the
+// rest.
+const FlushEvery = 2 * time.Second
+
 // Add counts one turn of chatKey asked by person (a policy identity,
 // "telegram:42"; "" when nobody is known) for today, and writes today's
-// file. A turn that reported no tokens still counts as a turn.
+// file when it was last written FlushEvery ago or more. A turn that
+// reported no tokens still counts as a turn. In cluster mode the shared
+// counters are updated at once: budgets are read from them.
 func (t *Tally) Add(ctx context.Context, chatKey, person string, c Counts) error {
 	c.Turns = 1
 	if t.shared != nil {
@@ -173,34 +193,52 @@ func (t *Tally) Add(ctx context.Context, chatKey, person string, c Counts) error
 			return err
 		}
 	}
-	t.writeMu.Lock()
-	defer t.writeMu.Unlock()
 	t.mu.Lock()
 	if err := t.roll(); err != nil {
 		t.mu.Unlock()
 		return err
 	}
-	day, d := t.today, t.d
+	d := t.d
 	d.Total.add(c)
 	addTo(d.Chats, chatKey, c)
 	addTo(d.People, person, c)
-	var b []byte
-	var err error
-	if t.dir != "" {
-		b, err = json.Marshal(d)
-	}
+	t.dirty = true
+	due := t.now().Sub(t.written) >= FlushEvery
 	t.mu.Unlock()
-	if t.dir == "" {
+	if !due {
 		return nil
 	}
+	return t.Flush()
+}
+
+// Flush writes today's counters to their file if it lacks some turns.
+func (t *Tally) Flush() error {
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	t.mu.Lock()
+	if !t.dirty || t.dir == "" {
+		t.dirty = false
+		t.mu.Unlock()
+		return nil
+	}
+	day := t.today
+	b, err := json.Marshal(t.d)
+	t.dirty, t.written = false, t.now()
+	t.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("encoding token usage: %w", err)
 	}
 	if err := statefile.Write(filepath.Join(t.dir, day+".json"), b); err != nil {
+		t.mu.Lock()
+		t.dirty = true // the next Add or Close tries again
+		t.mu.Unlock()
 		return fmt.Errorf("saving token usage: %w", err)
 	}
 	return nil
 }
+
+// Close writes what today's file does not have yet.
+func (t *Tally) Close() error { return t.Flush() }
 
 func addTo(m map[string]Counts, key string, c Counts) {
 	if key == "" {
