@@ -120,11 +120,26 @@ func (s chatSession) status(ctx context.Context) (*shipclient.Status, error) {
 	return &st, nil
 }
 
-// messages reads the last n messages of the chat within callTimeout.
+// messages reads the last n messages of the chat within callTimeout,
+// leaving out the entries that only count a run's tokens (every run
+// leaves one): /history shows the conversation.
 func (s chatSession) messages(ctx context.Context, n int) ([]shipclient.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return s.client.Messages(ctx, s.chatKey, n)
+	all, err := s.client.Messages(ctx, s.chatKey, 2*n+8)
+	if err != nil {
+		return nil, err
+	}
+	msgs := all[:0]
+	for _, m := range all {
+		if !m.IsUsage() {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	return msgs, nil
 }
 
 // healthy checks GET /health within healthTimeout.

@@ -109,6 +109,18 @@ type Message struct {
 	Meta      json.RawMessage `json:"meta,omitempty"`
 }
 
+// IsUsage reports whether m is the entry a run leaves with the tokens it
+// used (a system entry whose meta.event is "usage"), not a message.
+func (m Message) IsUsage() bool {
+	if m.Role != "system" || len(m.Meta) == 0 {
+		return false
+	}
+	var meta struct {
+		Event string `json:"event"`
+	}
+	return json.Unmarshal(m.Meta, &meta) == nil && meta.Event == "usage"
+}
+
 // Time is when the message was logged.
 func (m Message) Time() time.Time { return time.UnixMilli(m.TS) }
 
