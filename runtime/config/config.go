@@ -53,6 +53,9 @@ type Config struct {
 	Memory MemoryConfig `json:"memory"`
 	// Limits are the daily token budgets.
 	Limits LimitsConfig `json:"limits"`
+	// Agents are the agent profiles (prompt, model, tool narrowing, bound
+	// chats), by name.
+	Agents map[string]AgentConfig `json:"agents,omitempty"`
 
 	// lookup is how this configuration read the environment (and .env):
 	// a reload of ship.json expands "${VAR}" the same way.
@@ -485,6 +488,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.MCP.Validate(); err != nil {
+		return err
+	}
+	if _, err := c.Profiles(); err != nil {
 		return err
 	}
 	if c.clusterWritten && !c.Cluster.On() {
