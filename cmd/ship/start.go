@@ -116,7 +116,12 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	rep.shareUsage(p.usage)
-	eng, err := engine.New(rep.engineOptions(p.engineOptions(cfg, log)))
+	opts, err := withProfiles(p.engineOptions(cfg, log), cfg, log)
+	if err != nil {
+		rep.closeUnused()
+		return err
+	}
+	eng, err := engine.New(rep.engineOptions(opts))
 	if err != nil {
 		rep.closeUnused()
 		return err

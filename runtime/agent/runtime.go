@@ -143,9 +143,12 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	hasChannel := req.Channel != ""
 	log := r.opts.Logger.With().Str("chatKey", in.ChatKey).Str("channel", req.Channel).Logger()
 
-	agentText, err := r.md.load()
-	if err != nil {
-		log.Warn().Err(err).Msg("Agent.md unreadable; running without it")
+	agentText := in.Prompt
+	if agentText == "" {
+		var err error
+		if agentText, err = r.md.load(); err != nil {
+			log.Warn().Err(err).Msg("Agent.md unreadable; running without it")
+		}
 	}
 	mem, epoch, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
 	hist := mem.turns

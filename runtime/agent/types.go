@@ -46,6 +46,9 @@ type AgentRunInput struct {
 	// a run nobody watches asks the model for its answer whole, which
 	// costs less than streaming it. nil: as Options.Stream says.
 	Watched *bool
+	// Prompt, when set, replaces Agent.md's text for this run (an agent
+	// profile's prompt file).
+	Prompt string
 }
 
 // Step event types.

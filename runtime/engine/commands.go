@@ -30,6 +30,8 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 			"/memory – this chat's long-term notes; /memory clear empties them\n" +
 			"/approve CODE, /deny CODE – answer a request to run a tool\n" +
 			"/help – this text", true
+	case "agent", "agents":
+		return e.agentCommand(args)
 	case "model", "models":
 		return e.modelCommand(ctx, args, req), true
 	case "status":

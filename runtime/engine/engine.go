@@ -28,6 +28,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/memory"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/profiles"
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
@@ -111,6 +112,9 @@ type Options struct {
 	// ModelSwitch is who may switch a chat's model (llm.switch; "" is
 	// models.SwitchPrivate).
 	ModelSwitch string
+	// Profiles are the agent profiles (agents in ship.json); nil: every
+	// message is answered as without profiles.
+	Profiles *profiles.Set
 
 	// Store, when set, is the chat log to use instead of the files under
 	// ChatsDir (cluster mode: JetStream); the engine closes it.
@@ -160,7 +164,8 @@ type Engine struct {
 	memory    *memory.Store    // nil without Options.Memory
 
 	picker     *modelPicker
-	switchRule string // llm.switch
+	switchRule string        // llm.switch
+	profiles   *profiles.Set // agents; nil without
 
 	usage *usage.Tally // nil without Options.Usage
 
@@ -232,7 +237,7 @@ func New(opts Options) (*Engine, error) {
 		bus = events.NewBus(0)
 	}
 	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: st.runs, Redact: opts.Redact, Log: opts.Logger, gov: gov,
-		picker: picker, usage: opts.Usage}
+		picker: picker, usage: opts.Usage, profiles: opts.Profiles}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
 	q := queue.New(runner.Handle, qopts)
@@ -244,7 +249,7 @@ func New(opts Options) (*Engine, error) {
 			Budget: budgetCheck(opts.Usage, opts.TokenBudget, gov),
 		}),
 		journal: st.journal, runs: st.runs, model: opts.ModelName, log: opts.Logger, recovered: st.recovered, gov: gov,
-		picker: picker, switchRule: switchRule, questions: opts.Questions, memory: opts.Memory, usage: opts.Usage,
+		picker: picker, switchRule: switchRule, profiles: opts.Profiles, questions: opts.Questions, memory: opts.Memory, usage: opts.Usage,
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	var sweepCtx context.Context

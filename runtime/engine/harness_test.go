@@ -27,6 +27,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
+	"github.com/shipmyagent/ship/runtime/profiles"
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
@@ -144,6 +145,8 @@ type harnessOptions struct {
 	// usage counts tokens; budget is limits.tokens.
 	usage  *usage.Tally
 	budget usage.Budget
+	// profiles are the agent profiles (agents in ship.json).
+	profiles *profiles.Set
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -252,7 +255,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Logger:        log,
 		Questions:     qs,
 
-		Usage: o.usage, TokenBudget: o.budget,
+		Usage: o.usage, TokenBudget: o.budget, Profiles: o.profiles,
 		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch, ModelChoices: o.modelChoices,
 	})
 	if err != nil {

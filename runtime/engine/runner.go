@@ -15,6 +15,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/profiles"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/usage"
 )
@@ -38,6 +39,8 @@ type Runner struct {
 	gov    *governor    // fixes each run's policy scope; nil in a bare Runner
 	picker *modelPicker // picks each run's model; nil: the runtime's own
 	usage  *usage.Tally // counts each run's tokens; nil: not counted
+	// profiles route each run to an agent profile; nil: none.
+	profiles *profiles.Set
 }
 
 // journaledRun returns the id of the journaled run ctx belongs to: the
@@ -51,10 +54,11 @@ func journaledRun(ctx context.Context) (string, bool) {
 // hears back only once the journal has recorded the end: a caller that
 // acts on the outcome (a test, a restart) must find the journal settled.
 func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
-	job := item.Value
 	log := r.Log.With().Str("requestId", item.ID).Str("chatKey", item.ChatKey).
-		Str("channel", job.Route.Channel).Logger()
-	ctx = log.WithContext(ctx)
+		Str("channel", item.Value.Route.Channel).Logger()
+	route, routed := r.route(&item, &log)
+	job := item.Value
+	ctx = withRoute(log.WithContext(ctx), route)
 	// The run's state, in one value the context carries (dispatch.Run).
 	refusals := &dispatch.Refusals{}
 	ev := newRunEvents(r.Events, item, r.Redact)
@@ -84,6 +88,9 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 
 	started := time.Now()
 	ev.started(job.Text)
+	if routed {
+		ev.routeDecided(route)
+	}
 	if job.Notice != "" {
 		r.notice(ctx, job, log)
 	}
@@ -202,6 +209,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		Instructions: job.Text,
 		Preset:       job.Preset,
 		Files:        job.Files,
+		Prompt:       routeFrom(ctx).Profile.Prompt,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			switch step.Type {
 			case agent.StepToolCallDelta:

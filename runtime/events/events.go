@@ -32,6 +32,11 @@ const (
 	// name for an interaction the client renders).
 	TypeArtifact = "artifact"
 	TypeUI       = "ui"
+
+	// TypeRouteDecided says which agent profile answers a message and
+	// why (seed 001's route_decided): Agent and Reason ("explicit",
+	// "bound:<chat glob>" or "default").
+	TypeRouteDecided = "route_decided"
 )
 
 // Event is one event of a run. Which fields are sent depends on Type; see
@@ -76,6 +81,8 @@ type Event struct {
 
 	Artifact *Artifact // artifact
 	UI       *UI       // ui
+
+	Agent string // route_decided: the profile's name
 }
 
 // Artifact is a file a run sent into its chat, as the artifact event
@@ -162,6 +169,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		opt("userMessageId", e.UserMessageID)
 		m["errorCode"] = e.ErrorCode
 		m["errorMessage"] = e.ErrorMessage
+	case TypeRouteDecided:
+		m["agent"] = e.Agent
+		m["reason"] = e.Reason
 	case TypeToolCall, TypeToolResult, TypeToolError, TypeApprovalRequired, TypePolicyRejected:
 		// The run's task id is the requestId of ship's logs.
 		opt("requestId", e.TaskID)

@@ -142,12 +142,17 @@ func (s *Set) Names() []string {
 	return out
 }
 
-// Get returns the profile called name.
+// Get returns the profile called name. "default" always exists: without
+// an agents.default entry it is the empty profile (today's behaviour).
 func (s *Set) Get(name string) (Profile, bool) {
-	if s == nil {
-		return Profile{}, false
+	var p Profile
+	ok := false
+	if s != nil {
+		p, ok = s.byName[name]
 	}
-	p, ok := s.byName[name]
+	if !ok && name == DefaultName {
+		return Profile{Name: DefaultName}, true
+	}
 	return p, ok
 }
 
@@ -165,10 +170,7 @@ func (s *Set) Route(chatKey, text string) Decision {
 			}
 		}
 	}
-	p, ok := s.Get(DefaultName)
-	if !ok {
-		p = Profile{Name: DefaultName}
-	}
+	p, _ := s.Get(DefaultName)
 	return Decision{Profile: p, Reason: ReasonDefault, Text: text}
 }
 
