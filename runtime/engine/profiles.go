@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,20 +12,6 @@ import (
 	"github.com/shipmyagent/ship/runtime/profiles"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
-
-// routeKey carries a run's profile decision in its context.
-type routeKey struct{}
-
-func withRoute(ctx context.Context, d profiles.Decision) context.Context {
-	return context.WithValue(ctx, routeKey{}, d)
-}
-
-// routeFrom is the profile decision of ctx's run (the zero Decision, which
-// changes nothing, outside one).
-func routeFrom(ctx context.Context) profiles.Decision {
-	d, _ := ctx.Value(routeKey{}).(profiles.Decision)
-	return d
-}
 
 // route decides which agent profile answers item and applies it to the
 // job: the text loses the "/agent NAME" that picked it, the profile's model

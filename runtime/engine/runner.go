@@ -58,7 +58,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		Str("channel", item.Value.Route.Channel).Logger()
 	route, routed := r.route(&item, &log)
 	job := item.Value
-	ctx = withRoute(log.WithContext(ctx), route)
+	ctx = log.WithContext(ctx)
 	// The run's state, in one value the context carries (dispatch.Run).
 	refusals := &dispatch.Refusals{}
 	ev := newRunEvents(r.Events, item, r.Redact)
@@ -94,7 +94,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	if job.Notice != "" {
 		r.notice(ctx, job, log)
 	}
-	out := r.run(ctx, item, ev, live, log)
+	out := r.run(ctx, item, route.Profile.Prompt, ev, live, log)
 	r.recordUsage(ctx, item, out.Result, log)
 	out.Result.Artifacts = ev.artifacts()
 	// A run cut short by shutdown leaves what it showed for its resumed
@@ -181,9 +181,10 @@ func (r *Runner) reportUndelivered(ctx context.Context, u dispatch.Undelivered, 
 	}
 }
 
-// run runs the agent and the fallback. A panic in the run becomes a failed
+// run runs the agent and the fallback; prompt, when set, replaces
+// Agent.md (the run's agent profile). A panic in the run becomes a failed
 // outcome: one bad turn must not leave its caller waiting forever.
-func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runEvents, live *dispatch.Live, log zerolog.Logger) (out ingress.Outcome) {
+func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt string, ev *runEvents, live *dispatch.Live, log zerolog.Logger) (out ingress.Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error().Interface("panic", p).Str("stack", string(debug.Stack())).Msg("run panicked")
@@ -209,7 +210,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], ev *runE
 		Instructions: job.Text,
 		Preset:       job.Preset,
 		Files:        job.Files,
-		Prompt:       routeFrom(ctx).Profile.Prompt,
+		Prompt:       prompt,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			switch step.Type {
 			case agent.StepToolCallDelta:
