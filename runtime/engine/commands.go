@@ -26,6 +26,7 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 		return "Just write to me (in groups: " + how + ").\n" +
 			"/status – queue and model\n" +
 			"/model – list the models; /model NAME switches this chat\n" +
+			e.agentHelp() +
 			"/clear – forget our recent conversation (the log is kept)\n" +
 			"/memory – this chat's long-term notes; /memory clear empties them\n" +
 			"/approve CODE, /deny CODE – answer a request to run a tool\n" +

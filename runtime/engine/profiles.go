@@ -42,6 +42,14 @@ func (r *runEvents) routeDecided(d profiles.Decision) {
 	r.publish(events.Event{Type: events.TypeRouteDecided, Agent: d.Profile.Name, Reason: d.Reason})
 }
 
+// agentHelp is /help's line about /agent, when there are profiles.
+func (e *Engine) agentHelp() string {
+	if len(e.profiles.Names()) == 0 {
+		return ""
+	}
+	return "/agent – list the agents; /agent NAME <text> or @NAME <text> asks one\n"
+}
+
 // agentCommand answers "/agent" alone or with a name that is no profile:
 // the list of profiles. "/agent NAME text" is not a command: ok is false
 // and the message goes to the queue, where the run routes it to NAME.

@@ -130,4 +130,14 @@ func TestAgentCommandListsTheProfiles(t *testing.T) {
 	if got := h.command("5", "private", "u1", "agent", "nobody here"); !strings.Contains(got, `There is no agent "nobody"`) {
 		t.Errorf("/agent nobody = %q", got)
 	}
+	if help := h.command("5", "private", "u1", "help", ""); !strings.Contains(help, "/agent NAME <text>") {
+		t.Errorf("/help does not mention /agent:\n%s", help)
+	}
+	plain := newHarness(t, harnessOptions{})
+	if help := plain.command("5", "private", "u1", "help", ""); strings.Contains(help, "/agent") {
+		t.Errorf("/help without profiles mentions /agent:\n%s", help)
+	}
+	if got := plain.command("5", "private", "u1", "agent", "coder hi"); !strings.Contains(got, "No agent profiles are configured") {
+		t.Errorf("/agent without profiles = %q", got)
+	}
 }
