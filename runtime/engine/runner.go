@@ -200,7 +200,13 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 	// fake): ask for it only when someone sees it being written.
 	watched := live.Shows() || job.OnStep != nil || (r.Events != nil && r.Events.Watches(events.Event{
 		Type: events.TypeContent, TaskID: item.ID, ChatKey: item.ChatKey, Channel: job.Route.Channel}))
-	res, err := r.runAgent(ctx, job, agent.AgentRunInput{
+	// A checked output is held until it passes (guardrail.go): nothing of
+	// it is streamed or sent before.
+	guard := newOutputGuard(job.Output)
+	if guard != nil {
+		ctx = dispatch.WithHold(ctx, guard.hold)
+	}
+	in := agent.AgentRunInput{
 		Model:        model,
 		Call:         call,
 		Vision:       vision,
@@ -214,6 +220,9 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			switch step.Type {
 			case agent.StepToolCallDelta:
+				if guard != nil {
+					break
+				}
 				if text, ok := replies.Feed(step.Step, step.CallIndex, step.Tool, step.Text); ok {
 					ev.replyText(step.Step, step.CallIndex, text)
 					live.Writing(ctx, step.Step, step.CallIndex, text)
@@ -230,11 +239,15 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 				job.OnStep(ctx, step)
 			}
 		},
-	})
+	}
+	res, err := r.runAgent(ctx, job, in)
 	if err != nil {
 		log.Error().Err(err).Msg("run failed")
 	}
 	res.ToolCalls = redactCalls(res.ToolCalls, r.Redact)
+	if guard != nil {
+		res, err = guard.settle(ctx, r, in, res, err, ev, log)
+	}
 	out = ingress.Outcome{Result: res, Err: err}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// Shutdown cut the run short: it stays pending and runs again at

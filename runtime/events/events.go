@@ -37,6 +37,11 @@ const (
 	// why (seed 001's route_decided): Agent and Reason ("explicit",
 	// "bound:<chat glob>" or "default").
 	TypeRouteDecided = "route_decided"
+
+	// TypeGuardrailFailed (seed 001): a run's output did not match the
+	// JSON Schema its task declared, even after the model's repairs, and
+	// was not delivered. TaskName names the task, ErrorMessage says why.
+	TypeGuardrailFailed = "guardrail_failed"
 )
 
 // Event is one event of a run. Which fields are sent depends on Type; see
@@ -53,7 +58,7 @@ type Event struct {
 	Channel   string
 
 	TriggerMessageID string // task_started
-	TaskName         string // task_started
+	TaskName         string // task_started, guardrail_failed
 	UserMessageID    string // user_message_routed, error
 
 	MessageID string // content
@@ -69,7 +74,7 @@ type Event struct {
 	Usage      *Usage // task_completed, when the provider reported it
 
 	ErrorCode    string // error
-	ErrorMessage string // error
+	ErrorMessage string // error, guardrail_failed
 
 	Tool   string // tool_*, approval_required, policy_rejected
 	Output string // tool_result, tool_error: what the tool returned
@@ -191,6 +196,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		if err := merge(m, e.UI); err != nil {
 			return nil, err
 		}
+	case TypeGuardrailFailed:
+		opt("requestId", e.TaskID)
+		m["taskName"] = e.TaskName
+		m["errors"] = e.ErrorMessage
 	}
 	return json.Marshal(m)
 }

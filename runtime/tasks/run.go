@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/shipmyagent/ship/runtime/chat"
@@ -106,11 +107,17 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (string, error) {
 func (s *Scheduler) submit(ctx context.Context, t Task, route dispatch.RequestContext, id string, byHand bool) error {
 	head := "[scheduled task " + t.Name + "]"
 	meta := map[string]any{"task": t.Name}
+	// The task folder is <project>/.ship/tasks.
+	check, err := t.outputCheck(filepath.Dir(filepath.Dir(s.folder.Dir)))
+	if err != nil {
+		s.ended(t.Name, id, StatusFailed, "not run: "+err.Error())
+		return err
+	}
 	if byHand {
 		head = "[scheduled task " + t.Name + ", run by hand]"
 		meta["byHand"] = true
 	}
-	_, err := s.sub.Submit(ctx, ingress.Submission{
+	_, err = s.sub.Submit(ctx, ingress.Submission{
 		ID:      id,
 		Channel: chat.ChannelScheduler,
 		ChatKey: t.ChatKey,
@@ -119,7 +126,7 @@ func (s *Scheduler) submit(ctx context.Context, t Task, route dispatch.RequestCo
 			MessageID: id, UserID: t.Name, Text: head + "\n" + t.Instruction,
 		},
 		Meta: meta,
-		Turn: turn.Turn{Route: route, Identity: IdentityPrefix + t.Name},
+		Turn: turn.Turn{Route: route, Identity: IdentityPrefix + t.Name, Output: check},
 		// ship's own schedule, not someone who could flood.
 		Unlimited: true,
 		OnDone: func(o ingress.Outcome) {

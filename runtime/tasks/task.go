@@ -7,6 +7,7 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,11 @@ type Task struct {
 	Enabled bool
 	// Instruction is the file's body: what the agent is asked to do.
 	Instruction string
+	// OutputSchema, when set, is the JSON Schema (JSON text) the run's
+	// output must match (the output guardrail); OutputSchemaFile names a
+	// file of the project holding one instead, read when the task fires.
+	OutputSchema     string
+	OutputSchemaFile string
 }
 
 // settings is the YAML head of a task file.
@@ -69,6 +75,9 @@ type settings struct {
 	Timezone string `yaml:"timezone,omitempty"`
 	ChatKey  string `yaml:"chatKey"`
 	Enabled  *bool  `yaml:"enabled,omitempty"`
+	// OutputSchema is an object in YAML or inline JSON (JSON is YAML).
+	OutputSchema     map[string]any `yaml:"outputSchema,omitempty"`
+	OutputSchemaFile string         `yaml:"outputSchemaFile,omitempty"`
 }
 
 // CheckName reports whether name may name a task.
@@ -111,7 +120,14 @@ func Parse(name string, data []byte) (Task, error) {
 	t := Task{
 		Name: name, Cron: strings.TrimSpace(fm.Cron), Timezone: strings.TrimSpace(fm.Timezone),
 		ChatKey: strings.TrimSpace(fm.ChatKey), Enabled: fm.Enabled == nil || *fm.Enabled,
-		Instruction: strings.TrimSpace(string(body)),
+		Instruction: strings.TrimSpace(string(body)), OutputSchemaFile: strings.TrimSpace(fm.OutputSchemaFile),
+	}
+	if fm.OutputSchema != nil {
+		raw, err := json.Marshal(fm.OutputSchema)
+		if err != nil {
+			return t, fmt.Errorf("%w: outputSchema: %w", ErrInvalid, err)
+		}
+		t.OutputSchema = string(raw)
 	}
 	if err := t.Validate(); err != nil {
 		return t, err
@@ -189,7 +205,7 @@ func (t Task) Validate() error {
 	if n := utf8.RuneCountInString(t.Instruction); n > MaxInstructionChars {
 		return fmt.Errorf("%w: the instruction has %d characters; at most %d", ErrInvalid, n, MaxInstructionChars)
 	}
-	return nil
+	return t.validateOutput()
 }
 
 // Format is the task as a file: what Parse reads back.
@@ -198,6 +214,11 @@ func (t Task) Format() ([]byte, error) {
 	if !t.Enabled {
 		off := false
 		fm.Enabled = &off
+	}
+	if t.OutputSchema != "" {
+		if err := json.Unmarshal([]byte(t.OutputSchema), &fm.OutputSchema); err != nil {
+			return nil, fmt.Errorf("formatting task %s: outputSchema: %w", t.Name, err)
+		}
 	}
 	head, err := yaml.Marshal(fm)
 	if err != nil {

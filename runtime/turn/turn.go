@@ -10,6 +10,8 @@
 // agent.PresetCall a Call, llm.Override a Model).
 package turn
 
+import "encoding/json"
+
 // Turn is one message to answer and everything its run needs to know.
 // Its JSON is the pending-work journal's (and the cluster queue's) record
 // of a turn: the field names are a contract with files written earlier.
@@ -44,6 +46,18 @@ type Turn struct {
 	// Answer, when set, is the whole reply and the model is not run (a
 	// voice note that could not be transcribed).
 	Answer string `json:"answer,omitempty"`
+	// Output, when set, is the schema the run's final output must match
+	// (a scheduled task's outputSchema): the engine holds the output back,
+	// checks it and has the model repair it before anything is sent.
+	Output *OutputCheck `json:"output,omitempty"`
+}
+
+// OutputCheck is the output guardrail of a turn: what the output is called
+// in the chat ("the daily-report output") and its JSON Schema, carried
+// whole so that a resumed run checks what the task said when it fired.
+type OutputCheck struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 // Route says where a message came from, so that a reply sent from deep
