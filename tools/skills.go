@@ -16,6 +16,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/skills"
+	"github.com/shipmyagent/ship/runtime/turn"
 )
 
 // Names of the skill tools. The policy allows skills_* unless a rule says
@@ -137,6 +138,9 @@ func (t *SkillsLoad) Call(ctx context.Context, args json.RawMessage) agent.ToolR
 		fields["allowedTools"] = s.AllowedTools
 		limitRun(ctx, s, fields)
 	}
+	if s.OutputSchema != "" {
+		guardOutput(ctx, s, fields)
+	}
 	return result(true, fields)
 }
 
@@ -172,6 +176,19 @@ func limitRun(ctx context.Context, s skills.Skill, fields map[string]any) {
 	default:
 		fields["limit"] = fmt.Sprintf("the rest of this run may use only %s, plus the chat_* tools (the tool policy still applies too)", strings.Join(rules, ", "))
 	}
+}
+
+// guardOutput arms the run's output guardrail with the skill's schema:
+// from now on the run's replies are held and checked before they are sent.
+func guardOutput(ctx context.Context, s skills.Skill, fields map[string]any) {
+	fields["outputSchema"] = json.RawMessage(s.OutputSchema)
+	h := dispatch.HoldFrom(ctx)
+	if h == nil {
+		fields["outputCheck"] = "none: this call is outside a governed run"
+		return
+	}
+	h.Arm(turn.OutputCheck{Kind: turn.CheckSkill, Name: s.ID, Schema: json.RawMessage(s.OutputSchema)})
+	fields["outputCheck"] = "your final output must be one JSON document matching outputSchema, sent alone with chat_send; it is checked before it reaches the chat"
 }
 
 // shipRules maps Claude Code tool names to ship's policy rules: Bash is

@@ -133,9 +133,8 @@ func (d *Deliverer) Deliver(ctx context.Context, text, via string) error {
 // in its meta. A refusal by the platform's reply rules is noted in the
 // run's Refusals, if ctx carries one.
 func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delivery, error) {
-	if h := holdFrom(ctx); h != nil {
-		// A checked run: the engine sends the text once it passed.
-		h.keep(text)
+	if h := HoldFrom(ctx); h != nil && h.keep(text) {
+		// A checked output: the engine sends it once it passed (Hold).
 		return Delivery{}, nil
 	}
 	req, ok := RequestFromContext(ctx)

@@ -11,7 +11,7 @@ import "context"
 //
 // A Run is never changed once in a context: the With* functions store a
 // copy with one field set, so a context handed to a tool keeps seeing the
-// run as it was then. Its pointer fields (Live, Refusals, Limits) are
+// run as it was then. Its pointer fields (Live, Refusals, Limits, Hold) are
 // shared by the copies and safe for concurrent use.
 type Run struct {
 	// Request is where the run's replies go.
@@ -33,6 +33,9 @@ type Run struct {
 	// Watcher hears of the files and questions the run shows its chat;
 	// nil when nobody listens.
 	Watcher Watcher
+	// Hold keeps the run's replies while its output is checked (the
+	// output guardrail); nil: replies are sent.
+	Hold *Hold
 	// Scope is the tool policy's view of the run, set and read by the
 	// engine's governor; Exec is the state tools act on, set and read by
 	// the agent (agent.ToolExecutionContext). Their types belong to those

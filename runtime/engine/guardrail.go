@@ -22,72 +22,71 @@ var ErrOutputRejected = errors.New("output rejected by its schema")
 // rejected: the engine's words, not the model's.
 const viaGuardrail = "guardrail"
 
-// outputGuard is the output guardrail of one run. The run's replies are
-// held (dispatch.Hold) instead of sent; when the run ends, its output —
-// the last text it sent with chat_send, or its final text when it sent
-// none — is checked, repaired by the model at most guardrail.MaxRepairs
-// times, and then sent, or replaced by a note saying why it was not.
-type outputGuard struct {
-	check  turn.OutputCheck
-	schema *guardrail.Schema
-	bad    error // the schema itself is unusable: every output is rejected
-	hold   *dispatch.Hold
-}
-
-// newOutputGuard returns the guard of a turn, nil when it has none.
-func newOutputGuard(c *turn.OutputCheck) *outputGuard {
-	if c == nil {
-		return nil
+// newHold is the run's output hold (dispatch.Hold), armed at once when the
+// turn carries a check (a scheduled task's schema); a skill with a schema
+// arms it when the run loads it.
+func newHold(job *turn.OutputCheck) *dispatch.Hold {
+	h := &dispatch.Hold{}
+	if job != nil {
+		h.Arm(*job)
 	}
-	g := &outputGuard{check: *c, hold: &dispatch.Hold{}}
-	g.schema, g.bad = guardrail.Compile(c.Schema)
-	return g
+	return h
 }
 
-// problem is why output fails the check, "" when it passes.
-func (g *outputGuard) problem(output string) string {
-	if g.bad != nil {
-		return g.bad.Error()
+// checkOutput is the output guardrail at the end of a run whose hold is
+// armed: the run's output — the last text it sent with chat_send after the
+// hold was armed, or its final text when it sent none — is checked against
+// the schema. An output that fails goes back to the model with the
+// validation errors (a new run in the same chat session, at most
+// guardrail.MaxRepairs times); what passes is sent, and what never passes
+// is replaced by a note in the chat and a guardrail_failed event. A run
+// that failed or was stopped sends none of what it held: its error line
+// goes out through the usual fallback.
+func (r *Runner) checkOutput(ctx context.Context, hold *dispatch.Hold, in agent.AgentRunInput, res agent.AgentResult, err error, ev *runEvents, log zerolog.Logger) (agent.AgentResult, error) {
+	check, armed := hold.Check()
+	if !armed {
+		return res, err
 	}
-	return g.schema.Check(output)
-}
-
-// settle checks the output of the run that gave res (and err), has the
-// model repair it with the validation errors in the same chat session,
-// and sends what passed or the rejection note. A run that failed or was
-// stopped sends none of what it held: its error line goes out through the
-// usual fallback.
-func (g *outputGuard) settle(ctx context.Context, r *Runner, in agent.AgentRunInput, res agent.AgentResult, err error, ev *runEvents, log zerolog.Logger) (agent.AgentResult, error) {
 	send := dispatch.WithoutHold(ctx)
 	for repair := 0; ; repair++ {
-		held := g.hold.Take()
+		held := hold.Take()
 		if err != nil || ctx.Err() != nil {
 			res.Delivered = false
 			return res, err
 		}
+		// A skill loaded in a repair run may have armed another check.
+		check, _ = hold.Check()
+		who := check.Kind + " " + check.Name
 		output := res.Output
 		if len(held) > 0 {
 			output = held[len(held)-1]
 		}
-		problem := g.problem(output)
+		problem := outputProblem(check, output)
 		if problem == "" {
-			res.Delivered = r.Deliverer.Deliver(send, guardrail.Document(output), dispatch.ViaChatSend) == nil
-			res.Output = guardrail.Document(output)
+			doc := guardrail.Document(output)
+			res.Delivered = r.Deliverer.Deliver(send, doc, dispatch.ViaChatSend) == nil
+			res.Output = doc
 			return res, nil
 		}
-		if repair == guardrail.MaxRepairs || g.bad != nil {
-			msg := guardrail.FailedMessage(g.check.Name, problem)
-			log.Warn().Str("output", g.check.Name).Str("errors", problem).Msg("output rejected by its schema")
-			ev.publish(events.Event{Type: events.TypeGuardrailFailed, TaskName: g.check.Name, ErrorMessage: problem})
+		if repair == guardrail.MaxRepairs {
+			msg := guardrail.FailedMessage(who, problem)
+			log.Warn().Str("check", who).Str("errors", problem).Msg("output rejected by its schema")
+			e := events.Event{Type: events.TypeGuardrailFailed, ErrorMessage: problem}
+			if check.Kind == turn.CheckTask {
+				e.TaskName = check.Name
+			} else {
+				e.Skill = check.Name
+			}
+			ev.publish(e)
 			// The note stands in for the output: the fallback must not
 			// send the rejected text.
 			res.Delivered = r.Deliverer.Deliver(send, msg, viaGuardrail) == nil
 			res.Success, res.Output = false, msg
-			return res, fmt.Errorf("checking the output of %s: %w: %s", g.check.Name, ErrOutputRejected, problem)
+			return res, fmt.Errorf("checking the output of %s: %w: %s", who, ErrOutputRejected, problem)
 		}
-		log.Info().Str("output", g.check.Name).Int("repair", repair+1).Str("errors", problem).Msg("output does not match its schema; asking the model to repair it")
+		log.Info().Str("check", who).Int("repair", repair+1).Str("errors", problem).Msg("output does not match its schema; asking the model to repair it")
 		again := in
-		again.Instructions = guardrail.RepairNote(g.check.Name, output, problem, repair+1)
+		again.Instructions = guardrail.RepairNote(who, output, problem, repair+1)
 		again.Preset, again.Files = nil, nil
 		more, merr := r.Runtime.Run(ctx, again)
 		more.ToolCalls = append(res.ToolCalls, redactCalls(more.ToolCalls, r.Redact)...)
@@ -96,4 +95,15 @@ func (g *outputGuard) settle(ctx context.Context, r *Runner, in agent.AgentRunIn
 		more.Usage.CompletionTokens += res.Usage.CompletionTokens
 		res, err = more, merr
 	}
+}
+
+// outputProblem is why output fails check, "" when it passes. A schema
+// that does not compile rejects every output: an unchecked output must
+// never pass.
+func outputProblem(check turn.OutputCheck, output string) string {
+	schema, err := guardrail.Compile(check.Schema)
+	if err != nil {
+		return err.Error()
+	}
+	return schema.Check(output)
 }

@@ -202,10 +202,8 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 		Type: events.TypeContent, TaskID: item.ID, ChatKey: item.ChatKey, Channel: job.Route.Channel}))
 	// A checked output is held until it passes (guardrail.go): nothing of
 	// it is streamed or sent before.
-	guard := newOutputGuard(job.Output)
-	if guard != nil {
-		ctx = dispatch.WithHold(ctx, guard.hold)
-	}
+	hold := newHold(job.Output)
+	ctx = dispatch.WithHold(ctx, hold)
 	in := agent.AgentRunInput{
 		Model:        model,
 		Call:         call,
@@ -220,7 +218,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			switch step.Type {
 			case agent.StepToolCallDelta:
-				if guard != nil {
+				if _, held := hold.Check(); held {
 					break
 				}
 				if text, ok := replies.Feed(step.Step, step.CallIndex, step.Tool, step.Text); ok {
@@ -245,9 +243,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 		log.Error().Err(err).Msg("run failed")
 	}
 	res.ToolCalls = redactCalls(res.ToolCalls, r.Redact)
-	if guard != nil {
-		res, err = guard.settle(ctx, r, in, res, err, ev, log)
-	}
+	res, err = r.checkOutput(ctx, hold, in, res, err, ev, log)
 	out = ingress.Outcome{Result: res, Err: err}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// Shutdown cut the run short: it stays pending and runs again at

@@ -39,8 +39,9 @@ const (
 	TypeRouteDecided = "route_decided"
 
 	// TypeGuardrailFailed (seed 001): a run's output did not match the
-	// JSON Schema its task declared, even after the model's repairs, and
-	// was not delivered. TaskName names the task, ErrorMessage says why.
+	// JSON Schema its task or skill declared, even after the model's
+	// repairs, and was not delivered. TaskName names the task (Skill the
+	// skill), ErrorMessage says why.
 	TypeGuardrailFailed = "guardrail_failed"
 )
 
@@ -88,6 +89,10 @@ type Event struct {
 	UI       *UI       // ui
 
 	Agent string // route_decided: the profile's name
+
+	// Skill names the skill whose output schema failed (guardrail_failed;
+	// TaskName names a task's).
+	Skill string
 }
 
 // Artifact is a file a run sent into its chat, as the artifact event
@@ -198,7 +203,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 	case TypeGuardrailFailed:
 		opt("requestId", e.TaskID)
-		m["taskName"] = e.TaskName
+		opt("taskName", e.TaskName)
+		opt("skill", e.Skill)
 		m["errors"] = e.ErrorMessage
 	}
 	return json.Marshal(m)

@@ -95,9 +95,10 @@ func unfence(output string) string {
 
 // RepairNote is what the model is told after its output failed the
 // check: the errors and the output it gave, so it can send it again fixed.
-func RepairNote(name, output, problem string, attempt int) string {
+// who is who declared the schema ("task daily-report").
+func RepairNote(who, output, problem string, attempt int) string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "[output check of %s, repair %d of %d]\n", name, attempt, MaxRepairs)
+	fmt.Fprintf(&b, "[output check of %s, repair %d of %d]\n", who, attempt, MaxRepairs)
 	b.WriteString("Your final output did not match its JSON Schema, so it was NOT delivered. Errors:\n")
 	b.WriteString(problem)
 	b.WriteString("\n\nYour output was:\n")
@@ -106,11 +107,11 @@ func RepairNote(name, output, problem string, attempt int) string {
 	return b.String()
 }
 
-// FailedMessage is what the chat is told when the output of name (a
-// task) was rejected.
-func FailedMessage(name, problem string) string {
-	return fmt.Sprintf("The output of %q did not match its schema after %d repairs, so it was not delivered: %s",
-		name, MaxRepairs, clip(problem, 500))
+// FailedMessage is what the chat is told when an output was rejected; who
+// is who declared the schema ("task daily-report").
+func FailedMessage(who, problem string) string {
+	return fmt.Sprintf("The output of %s did not match its schema after %d repairs, so it was not delivered: %s",
+		who, MaxRepairs, clip(problem, 500))
 }
 
 // clip cuts s to at most n bytes, on a rune boundary.

@@ -28,6 +28,11 @@ type header struct {
 	Name         string
 	Description  string
 	AllowedTools []string
+	// OutputSchema is ship's own field: the JSON Schema (as JSON text) the
+	// output of a run that loaded the skill must match; OutputSchemaFile
+	// names a file of the skill's folder holding one instead.
+	OutputSchema     string
+	OutputSchemaFile string
 }
 
 // splitFrontmatter separates the YAML header from the body. b may be a
@@ -50,6 +55,8 @@ func parseHeader(yamlText []byte) (header, error) {
 		Name         yaml.Node `yaml:"name"`
 		Description  yaml.Node `yaml:"description"`
 		AllowedTools yaml.Node `yaml:"allowed-tools"`
+		OutputSchema yaml.Node `yaml:"outputSchema"`
+		SchemaFile   yaml.Node `yaml:"outputSchemaFile"`
 	}
 	if err := yaml.Unmarshal(yamlText, &raw); err != nil {
 		return header{}, fmt.Errorf("reading the frontmatter: %w", err)
@@ -67,7 +74,13 @@ func parseHeader(yamlText []byte) (header, error) {
 	if h.AllowedTools, err = toolList(raw.AllowedTools); err != nil {
 		return header{}, err
 	}
-	return h, nil
+	if h.OutputSchema, err = outputSchema(raw.OutputSchema); err != nil {
+		return header{}, err
+	}
+	if h.OutputSchemaFile, err = scalar(raw.SchemaFile, "outputSchemaFile"); err != nil {
+		return header{}, err
+	}
+	return h, checkSchemaFile(h)
 }
 
 // scalar returns a scalar field's text; an absent or null field is "".

@@ -71,6 +71,10 @@ type Skill struct {
 	// separators, at most MaxFiles; MoreFiles counts the rest.
 	Files     []string
 	MoreFiles int
+	// OutputSchema is the JSON Schema (JSON text) the output of a run that
+	// loads the skill must match (frontmatter outputSchema, or the file
+	// outputSchemaFile names); "" when the skill declares none.
+	OutputSchema string
 }
 
 // Load returns the skill whose id (or, failing that, name) is id, with
@@ -138,6 +142,9 @@ func readBody(s *Skill) error {
 	s.Name, s.Description, s.AllowedTools = h.Name, h.Description, h.AllowedTools
 	if s.Name == "" {
 		s.Name = s.ID
+	}
+	if err := loadSchema(s, h); err != nil {
+		return fmt.Errorf("reading %s: %w", s.Path, err)
 	}
 	headerBytes := int64(len(b) - len(body))
 	if len(body) > MaxBodyBytes {

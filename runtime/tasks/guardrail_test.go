@@ -34,7 +34,7 @@ type scriptedOutputs struct {
 
 func (s *scriptedOutputs) handle(r fakeopenai.Request) fakeopenai.Response {
 	last := r.LastUser()
-	if !strings.Contains(last, "[scheduled task report") && !strings.Contains(last, "[output check of report") {
+	if !strings.Contains(last, "[scheduled task report") && !strings.Contains(last, "[output check of task report") {
 		return fakeopenai.EchoChatSend(r)
 	}
 	if len(r.ToolResults()) > 0 {
@@ -42,7 +42,7 @@ func (s *scriptedOutputs) handle(r fakeopenai.Request) fakeopenai.Response {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if strings.Contains(last, "[output check of report") {
+	if strings.Contains(last, "[output check of task report") {
 		s.notes = append(s.notes, last)
 	}
 	out := s.outputs[0]

@@ -50,5 +50,5 @@ func (t Task) outputCheck(project string) (*turn.OutputCheck, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	return &turn.OutputCheck{Name: t.Name, Schema: raw}, nil
+	return &turn.OutputCheck{Kind: turn.CheckTask, Name: t.Name, Schema: raw}, nil
 }

@@ -52,13 +52,20 @@ type Turn struct {
 	Output *OutputCheck `json:"output,omitempty"`
 }
 
-// OutputCheck is the output guardrail of a turn: what the output is called
-// in the chat ("the daily-report output") and its JSON Schema, carried
-// whole so that a resumed run checks what the task said when it fired.
+// OutputCheck is the output guardrail of a turn: who declared it (Kind
+// "task" or "skill", and its Name) and the JSON Schema, carried whole so
+// that a resumed run checks what the task said when it fired.
 type OutputCheck struct {
+	Kind   string          `json:"kind"`
 	Name   string          `json:"name"`
 	Schema json.RawMessage `json:"schema"`
 }
+
+// Output check kinds: who declared the schema.
+const (
+	CheckTask  = "task"
+	CheckSkill = "skill"
+)
 
 // Route says where a message came from, so that a reply sent from deep
 // inside a tool call finds its way back to the same chat, topic and
