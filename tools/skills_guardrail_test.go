@@ -14,7 +14,7 @@ import (
 // model before it reaches the chat.
 func TestASkillsOutputSchemaChecksTheRestOfTheRun(t *testing.T) {
 	dir := skillProject(t, map[string]string{
-		"report/SKILL.md": "---\ndescription: Write the status report.\noutputSchemaFile: schema.json\n---\nAnswer with the report as JSON.\n",
+		"report/SKILL.md":    "---\ndescription: Write the status report.\noutputSchemaFile: schema.json\n---\nAnswer with the report as JSON.\n",
 		"report/schema.json": `{"type":"object","required":["status"],"properties":{"status":{"enum":["green","red"]}}}`,
 	})
 	se := newSkillEngine(t, dir)

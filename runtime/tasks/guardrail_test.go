@@ -135,6 +135,10 @@ func TestHopelessTaskOutputIsRejected(t *testing.T) {
 	if ev.ChatKey != "telegram:chat:77" || ev.TaskName != "report" || ev.ErrorMessage == "" || !strings.HasPrefix(ev.TaskID, "task-report-run-") {
 		t.Errorf("event %+v", ev)
 	}
+	if b, err := json.Marshal(ev); err != nil || !strings.Contains(string(b), `"type":"guardrail_failed"`) ||
+		!strings.Contains(string(b), `"taskName":"report"`) || !strings.Contains(string(b), `"errors":"`) {
+		t.Errorf("on the wire: %s, %v", b, err)
+	}
 	if st.LastStatus != tasks.StatusFailed || !strings.Contains(st.LastResult, "schema") {
 		t.Errorf("status %+v, want failed by its schema", st)
 	}
