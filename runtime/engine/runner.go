@@ -244,6 +244,9 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 	}
 	res.ToolCalls = redactCalls(res.ToolCalls, r.Redact)
 	res, err = r.checkOutput(ctx, hold, in, res, err, ev, log)
+	// What is sent from here on (the fallback) has passed the check or
+	// is ship's own line.
+	ctx = dispatch.WithoutHold(ctx)
 	out = ingress.Outcome{Result: res, Err: err}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// Shutdown cut the run short: it stays pending and runs again at

@@ -143,3 +143,27 @@ func TestHopelessTaskOutputIsRejected(t *testing.T) {
 		t.Errorf("status %+v, want failed by its schema", st)
 	}
 }
+
+// A checked run the model cannot answer ends as any failed run does: its
+// error line reaches the chat (it is ship's, not the output).
+func TestACheckedRunThatFailsSaysSo(t *testing.T) {
+	e := newEnv(t, setup{})
+	e.model.SetHandler(func(r fakeopenai.Request) fakeopenai.Response {
+		if strings.Contains(r.LastUser(), "[scheduled task report") {
+			return fakeopenai.Response{Status: 400, ErrorMessage: "bad request"}
+		}
+		return fakeopenai.EchoChatSend(r)
+	})
+	e.say(e.tg.PrivateText(77, "ann", "hi"))
+	e.writeTask("report", reportTask, e.clock.Now())
+	if _, err := e.sched.RunNow(context.Background(), "report"); err != nil {
+		t.Fatal(err)
+	}
+	e.idle()
+	if got := e.sentWith("could not get an answer"); len(got) != 1 {
+		t.Errorf("sent %+v; want the run's error line once", e.tg.Sent())
+	}
+	if st := e.status("report"); st.LastStatus != tasks.StatusFailed {
+		t.Errorf("status %+v, want failed", st)
+	}
+}
