@@ -66,6 +66,9 @@ func (r *Runner) checkOutput(ctx context.Context, hold *dispatch.Hold, in agent.
 			doc := guardrail.Document(output)
 			res.Delivered = r.Deliverer.Deliver(send, doc, dispatch.ViaChatSend) == nil
 			res.Output = doc
+			if res.Delivered {
+				ev.fallback(doc) // the output, shown as content once it passed
+			}
 			return res, nil
 		}
 		if repair == guardrail.MaxRepairs {

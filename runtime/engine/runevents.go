@@ -33,6 +33,9 @@ type runEvents struct {
 	shown    map[string]bool         // texts already sent as content
 	retried  map[int]int             // model calls made again, per step
 	arts     []dispatch.Artifact     // files the run sent
+	// held says the run's output is held for its check (guardrail.go):
+	// its text is not shown as content until it passed; nil: never.
+	held func() bool
 }
 
 type replyStream struct {
@@ -79,6 +82,9 @@ func (r *runEvents) content(id string, idx int, text string) {
 func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.held != nil && r.held() && (ev.Type == agent.StepTextDelta || ev.Type == agent.StepText) {
+		return
+	}
 	switch ev.Type {
 	case agent.StepTextDelta:
 		if r.textStep != ev.Step {
@@ -128,7 +134,7 @@ func (r *runEvents) step(_ context.Context, ev agent.StepEvent) {
 			done.Type = events.TypeToolError
 		}
 		r.publish(done)
-		if ev.Tool == dispatch.ChatSendTool {
+		if ev.Tool == dispatch.ChatSendTool && (r.held == nil || !r.held()) {
 			r.replyDone(fmt.Sprintf("%d/%d", ev.Step, idx), ev)
 		}
 	}

@@ -204,6 +204,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 	// it is streamed or sent before.
 	hold := newHold(job.Output)
 	ctx = dispatch.WithHold(ctx, hold)
+	ev.held = func() bool { _, armed := hold.Check(); return armed }
 	in := agent.AgentRunInput{
 		Model:        model,
 		Call:         call,

@@ -97,9 +97,21 @@ func TestValidTaskOutputPassesUnchanged(t *testing.T) {
 
 func TestInvalidTaskOutputIsRepairedBeforeItIsSent(t *testing.T) {
 	e := newEnv(t, setup{})
+	sub, _ := e.eng.Subscribe(func(ev events.Event) bool { return ev.Type == events.TypeContent }, 0, 256)
+	defer sub.Close()
 	invalid := `{"date":"2026-03-04","items":"backup ok"}`
 	script := &scriptedOutputs{outputs: []string{invalid, validReport}}
 	st := runReport(t, e, script)
+	// The event stream shows the output as the chat got it, not before.
+	var shown []string
+	for len(sub.C) > 0 {
+		if ev := <-sub.C; ev.Content != "" && strings.HasPrefix(ev.TaskID, "task-report") {
+			shown = append(shown, ev.Content)
+		}
+	}
+	if len(shown) != 1 || shown[0] != validReport {
+		t.Errorf("content events %q; want the repaired report only", shown)
+	}
 	notes := script.repairNotes()
 	if len(notes) != 1 || !strings.Contains(notes[0], "items") || !strings.Contains(notes[0], invalid) {
 		t.Fatalf("repair notes %q; want one naming the failing field and quoting the output", notes)
