@@ -16,6 +16,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/agent"
+	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/secrets"
 )
 
@@ -72,6 +73,10 @@ type ExecShellOptions struct {
 	// "" means "bwrap". Tests point it at nothing to see a missing
 	// sandbox.
 	Bwrap string
+	// Jobs, when set, lets a call run in the background (background:
+	// true): it answers at once with a job id, and the job's result comes
+	// back to the chat as a new turn. Nil refuses background calls.
+	Jobs *jobs.Manager
 }
 
 // ExecShell is the exec_shell tool: it runs `sh -c command` in Dir, in a
@@ -90,6 +95,7 @@ type ExecShell struct {
 	secrets        *secrets.Set
 	log            zerolog.Logger
 	sandbox        *sandbox
+	jobs           *jobs.Manager
 }
 
 // NewExecShell builds exec_shell from opts, filling in the defaults.
@@ -101,6 +107,7 @@ func NewExecShell(opts ExecShellOptions) *ExecShell {
 		maxOutput:      opts.MaxOutput,
 		dropEnv:        map[string]bool{},
 		log:            opts.Logger.With().Str("tool", ExecShellName).Logger(),
+		jobs:           opts.Jobs,
 	}
 	if t.dir != "" {
 		if abs, err := filepath.Abs(t.dir); err == nil {
@@ -159,6 +166,16 @@ func (t *ExecShell) Definition() llms.FunctionDefinition {
 	if t.dir == "" {
 		where = "the project folder (the current directory)"
 	}
+	props := map[string]any{
+		"command": map[string]any{"type": "string", "description": "The shell command line, run as `sh -c command`."},
+		"timeoutMs": map[string]any{"type": "integer", "minimum": 1, "maximum": t.maxTimeoutMs(),
+			"description": fmt.Sprintf("Timeout in milliseconds (default %d, at most %d).", t.defaultTimeout.Milliseconds(), t.maxTimeout.Milliseconds()) + t.backgroundTimeoutText()},
+	}
+	if t.jobs != nil {
+		props["background"] = map[string]any{"type": "boolean",
+			"description": "Run the command as a background job: the call answers at once with a job id, the chat goes on, " +
+				"and the command's result comes back in a new message when it ends. Use it for long builds and tests."}
+	}
 	return llms.FunctionDefinition{
 		Name: ExecShellName,
 		Description: fmt.Sprintf("Run a shell command with `sh -c` in %s and get its exit code, stdout and stderr. "+
@@ -168,21 +185,18 @@ func (t *ExecShell) Definition() llms.FunctionDefinition {
 			"Credentials are not in its environment and are shown as <redacted>.%s",
 			where, t.defaultTimeout, t.maxTimeout, t.maxOutput, t.sandbox.check(context.Background()).describe()),
 		Parameters: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"command": map[string]any{"type": "string", "description": "The shell command line, run as `sh -c command`."},
-				"timeoutMs": map[string]any{"type": "integer", "minimum": 1, "maximum": t.maxTimeout.Milliseconds(),
-					"description": fmt.Sprintf("Timeout in milliseconds (default %d, at most %d).", t.defaultTimeout.Milliseconds(), t.maxTimeout.Milliseconds())},
-			},
-			"required": []string{"command"},
+			"type":       "object",
+			"properties": props,
+			"required":   []string{"command"},
 		},
 	}
 }
 
 // execArgs are exec_shell's arguments.
 type execArgs struct {
-	Command   string   `json:"command"`
-	TimeoutMs *float64 `json:"timeoutMs"`
+	Command    string   `json:"command"`
+	TimeoutMs  *float64 `json:"timeoutMs"`
+	Background bool     `json:"background"`
 }
 
 // errExecArgs marks arguments exec_shell refuses; its text starts with
@@ -192,7 +206,7 @@ var errExecArgs = errors.New("arguments")
 func parseExecArgs(args json.RawMessage) (execArgs, error) {
 	var in execArgs
 	if err := json.Unmarshal(args, &in); err != nil {
-		return in, fmt.Errorf(`%w must be an object {"command": string, "timeoutMs"?: integer}: %w`, errExecArgs, err)
+		return in, fmt.Errorf(`%w must be an object {"command": string, "timeoutMs"?: integer, "background"?: boolean}: %w`, errExecArgs, err)
 	}
 	switch {
 	case strings.TrimSpace(in.Command) == "":
@@ -250,7 +264,17 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 		t.log.Error().Str("command", logged).Str("reason", box.Reason).Msg("exec_shell: refused, no working sandbox")
 		return failure(refusal(box))
 	}
+	if in.Background {
+		return t.startJob(ctx, in, logged)
+	}
 	timeout, clamped := t.timeout(in.TimeoutMs)
+	res, _ := t.execute(ctx, in, logged, box, timeout, clamped)
+	return res
+}
+
+// execute runs in.Command with timeout and reports how it ended, with the
+// exit code (-1 when it did not run).
+func (t *ExecShell) execute(ctx context.Context, in execArgs, logged string, box SandboxStatus, timeout time.Duration, clamped bool) (agent.ToolResult, int) {
 	spec := runSpec{argv: []string{"/bin/sh", "-c", in.Command}, dir: t.dir, env: t.environ(), timeout: timeout,
 		keep: t.maxOutput + t.secrets.Lookahead()}
 	if box.Active {
@@ -261,7 +285,7 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 	out, err := runGroup(ctx, spec)
 	if err != nil {
 		t.log.Error().Err(err).Str("command", logged).Msg("exec_shell: the command could not be run")
-		return failure(t.secrets.Redact(fmt.Sprintf("the command could not be run: %v", err)))
+		return failure(t.secrets.Redact(fmt.Sprintf("the command could not be run: %v", err))), -1
 	}
 	stdout, stdoutCut := clipRedacted(t.secrets, out.stdout.head, out.stdout.total, t.maxOutput)
 	stderr, stderrCut := clipRedacted(t.secrets, out.stderr.head, out.stderr.total, t.maxOutput)
@@ -313,7 +337,7 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 		Bool("timedOut", out.timedOut).Bool("cancelled", out.cancelled).Str("signal", out.signal).
 		Int64("stdoutBytes", out.stdout.total).Int64("stderrBytes", out.stderr.total).Bool("detached", out.detached).
 		Msg("exec_shell: command finished")
-	return shellResult(ok, fields)
+	return shellResult(ok, fields), out.exitCode
 }
 
 // shellResult is result without HTML escaping: shell output is full of <, >

@@ -23,6 +23,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/memory"
 	"github.com/shipmyagent/ship/runtime/models"
@@ -203,6 +204,8 @@ type parts struct {
 	notes *memory.Store
 	// usage counts tokens per day, chat and person (.ship/usage/).
 	usage *usage.Tally
+	// jobs runs exec_shell's background jobs (jobs.go); nil when off.
+	jobs *jobs.Manager
 }
 
 func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
@@ -223,7 +226,10 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 	if p.skillTools, p.skillPrompt, err = newSkills(cfg, log); err != nil {
 		return p, err
 	}
-	p.shell = newExecShell(cfg, log)
+	if p.jobs, err = openJobs(cfg); err != nil {
+		return p, err
+	}
+	p.shell = newExecShell(cfg, p.jobs, log)
 	if cfg.Tools.Exec.Enabled {
 		// In the background: running bwrap once takes longer than the rest
 		// of start-up, and its outcome is logged either way.
@@ -275,6 +281,9 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 
 		// Tokens per day, chat and person, and limits.tokens.
 		Usage: p.usage, TokenBudget: cfg.Limits.Tokens.Budget(),
+
+		// exec_shell's background jobs; their results come back as turns.
+		Jobs: p.jobs,
 	}
 }
 
@@ -396,13 +405,13 @@ func (r running) announce(w io.Writer) {
 // newExecShell builds exec_shell as ship.json sets it up: in the project
 // folder, sandboxed with ship's own files hidden, and without the secrets
 // ship knows in its environment or output.
-func newExecShell(cfg config.Config, log zerolog.Logger) *tools.ExecShell {
+func newExecShell(cfg config.Config, jobs *jobs.Manager, log zerolog.Logger) *tools.ExecShell {
 	def, max := cfg.Tools.Exec.ExecTimeouts()
 	return tools.NewExecShell(tools.ExecShellOptions{
 		Dir: cfg.Dir, DefaultTimeout: def, MaxTimeout: max, MaxOutput: cfg.Tools.Exec.MaxOutputBytes,
 		DropEnv: config.SecretEnv, Secrets: cfg.Secrets(), Logger: log,
 		Sandbox: tools.SandboxMode(cfg.Tools.Exec.SandboxMode()), Network: cfg.Tools.Exec.Network,
-		Hidden: config.PrivateNames(),
+		Hidden: config.PrivateNames(), Jobs: jobs,
 	})
 }
 

@@ -481,6 +481,9 @@ func (c *Config) validate() error {
 	if err := c.Memory.validate(); err != nil {
 		return err
 	}
+	if err := c.Tools.Jobs.validate(); err != nil {
+		return err
+	}
 	if err := c.Tools.Exec.validate(); err != nil {
 		return err
 	}

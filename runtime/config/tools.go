@@ -19,6 +19,8 @@ import (
 // requireApproval, roles, chats, TTLs; see package policy).
 type ToolsConfig struct {
 	Exec ExecConfig
+	// Jobs bounds exec_shell's background jobs ("jobs").
+	Jobs JobsConfig
 	// Policy is the section without "exec", as policy.Parse reads it.
 	Policy json.RawMessage
 }
@@ -87,6 +89,14 @@ func (t *ToolsConfig) UnmarshalJSON(b []byte) error {
 		}
 		delete(fields, "exec")
 	}
+	if raw, ok := fields["jobs"]; ok {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&out.Jobs); err != nil {
+			return fmt.Errorf("tools.jobs: %w", err)
+		}
+		delete(fields, "jobs")
+	}
 	if len(fields) > 0 {
 		rest, err := json.Marshal(fields)
 		if err != nil {
@@ -107,6 +117,9 @@ func (t ToolsConfig) MarshalJSON() ([]byte, error) {
 		}
 	}
 	fields["exec"] = t.Exec
+	if t.Jobs != (JobsConfig{}) {
+		fields["jobs"] = t.Jobs
+	}
 	return json.Marshal(fields)
 }
 

@@ -30,6 +30,7 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 			"/clear – forget our recent conversation (the log is kept)\n" +
 			"/memory – this chat's long-term notes; /memory clear empties them\n" +
 			"/approve CODE, /deny CODE – answer a request to run a tool\n" +
+			"/jobs – this chat's background jobs; /cancel ID stops one\n" +
 			"/help – this text", true
 	case "agent", "agents":
 		return e.agentCommand(args)
@@ -41,6 +42,10 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 		return e.memoryCommand(ctx, args, req), true
 	case dispatch.AnswerCommand:
 		return e.answerCommand(ctx, args, req), true
+	case "jobs":
+		return e.jobsCommand(req), true
+	case "cancel":
+		return e.cancelCommand(args, req), true
 	case "approve", "deny":
 		return e.answerApproval(ctx, strings.EqualFold(name, "approve"), args, req), true
 	case "clear":

@@ -23,6 +23,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/journal"
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/memory"
@@ -142,6 +143,10 @@ type Options struct {
 	// chat); TokenBudget refuses turns once today's budget is used up.
 	Usage       *usage.Tally
 	TokenBudget usage.Budget
+
+	// Jobs runs background jobs (exec_shell with background: true); the
+	// engine brings their results back to their chats and closes it.
+	Jobs *jobs.Manager
 }
 
 // Engine is ship's core wired together.
@@ -167,7 +172,8 @@ type Engine struct {
 	switchRule string        // llm.switch
 	profiles   *profiles.Set // agents; nil without
 
-	usage *usage.Tally // nil without Options.Usage
+	usage *usage.Tally  // nil without Options.Usage
+	jobs  *jobs.Manager // nil without Options.Jobs
 
 	// bg owns the engine's own goroutines (the approval sweeper, notes);
 	// Close ends them.
@@ -252,6 +258,7 @@ func New(opts Options) (*Engine, error) {
 		picker: picker, switchRule: switchRule, profiles: opts.Profiles, questions: opts.Questions, memory: opts.Memory, usage: opts.Usage,
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
+	e.startJobs(opts.Jobs)
 	var sweepCtx context.Context
 	sweepCtx, e.sweepCancel = context.WithCancel(e.bgCtx)
 	if e.gov.approvals != nil {
@@ -295,6 +302,9 @@ func (e *Engine) Position(id string) (int, bool) { return e.queue.Position(id) }
 // queue.ErrQueueStopped, so nobody waits for a run that will not happen in
 // this process.
 func (e *Engine) Close(ctx context.Context) ([]queue.Item[ingress.Job], error) {
+	if e.jobs != nil {
+		e.jobs.Close() // running jobs stay recorded as running: the next start reports them
+	}
 	stopErr := e.queue.Stop(ctx)
 	e.stopBackground(ctx)
 	pending := e.queue.Pending()
@@ -387,6 +397,7 @@ func (e *Engine) Recover(ctx context.Context) int {
 		queued++
 	}
 	e.recovered = nil
+	e.reportInterruptedJobs()
 	return queued
 }
 

@@ -43,6 +43,12 @@ const (
 	// repairs, and was not delivered. TaskName names the task (Skill the
 	// skill), ErrorMessage says why.
 	TypeGuardrailFailed = "guardrail_failed"
+
+	// Background jobs: a job_started when a tool call is detached, a
+	// job_finished when it ends (state done, failed, cancelled or
+	// interrupted).
+	TypeJobStarted  = "job_started"
+	TypeJobFinished = "job_finished"
 )
 
 // Event is one event of a run. Which fields are sent depends on Type; see
@@ -87,12 +93,24 @@ type Event struct {
 
 	Artifact *Artifact // artifact
 	UI       *UI       // ui
+	Job      *Job      // job_*
 
 	Agent string // route_decided: the profile's name
 
 	// Skill names the skill whose output schema failed (guardrail_failed;
 	// TaskName names a task's).
 	Skill string
+}
+
+// Job is a background job as its events tell it.
+type Job struct {
+	JobID string `json:"jobId"`
+	Tool  string `json:"tool"`
+	Label string `json:"label"`
+	State string `json:"state"`
+	// ExitCode and DurationMS are set on job_finished (-1: no exit code).
+	ExitCode   *int  `json:"exitCode,omitempty"`
+	DurationMS int64 `json:"durationMs,omitempty"`
 }
 
 // Artifact is a file a run sent into its chat, as the artifact event
@@ -206,6 +224,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		opt("taskName", e.TaskName)
 		opt("skill", e.Skill)
 		m["errors"] = e.ErrorMessage
+	case TypeJobStarted, TypeJobFinished:
+		if err := merge(m, e.Job); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(m)
 }

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/jobs"
+)
+
+// jobsFile is where background jobs are recorded, under .ship.
+const jobsFile = "jobs.json"
+
+// openJobs opens the background jobs of exec_shell (tools.jobs), recorded
+// in .ship/jobs.json so that a job running when ship dies is reported as
+// interrupted after the restart. Nil when exec_shell is off or jobs are
+// switched off. In a cluster each replica keeps its own file: a replica's
+// jobs are its own processes, reported when that replica starts again.
+func openJobs(cfg config.Config) (*jobs.Manager, error) {
+	if !cfg.Tools.Exec.Enabled || cfg.Tools.Jobs.Off {
+		return nil, nil
+	}
+	return jobs.Open(jobs.Options{
+		Path: cfg.StatePath(jobsFile), PerChat: cfg.Tools.Jobs.PerChat, Max: cfg.Tools.Jobs.Max,
+		MaxDuration: cfg.Tools.Jobs.MaxDuration(),
+	})
+}
