@@ -13,6 +13,7 @@ import (
 // (so a call that was refused, or that ran after an approval, is visible in
 // the chat); after its own chat_send it ends the turn. "tell NAME: TEXT"
 // calls chat_contact_send (or says "no contacts" when it is not offered).
+// "bg: CMD" calls exec_shell with {"command": CMD, "background": true}.
 // Any other message is echoed as "echo: <text>".
 func RunCommands(r Request) Response {
 	if lastCall(r) == "chat_send" {
@@ -34,6 +35,11 @@ func RunCommands(r Request) Response {
 		return Response{ToolCalls: []ToolCall{{Name: "chat_contact_send", Arguments: string(args)}}}
 	}
 	cmd, ok := strings.CutPrefix(r.LastUser(), "run: ")
+	bg, isBackground := strings.CutPrefix(r.LastUser(), "bg: ")
+	if isBackground && r.HasTool("exec_shell") {
+		args, _ := json.Marshal(map[string]any{"command": bg, "background": true})
+		return Response{ToolCalls: []ToolCall{{Name: "exec_shell", Arguments: string(args)}}}
+	}
 	if !ok {
 		return say("echo: " + r.LastUser())
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/models"
@@ -147,6 +148,8 @@ type harnessOptions struct {
 	budget usage.Budget
 	// profiles are the agent profiles (agents in ship.json).
 	profiles *profiles.Set
+	// jobs lets exec_shell run background jobs.
+	jobs *jobs.Manager
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -214,7 +217,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		}
 		qs = questions.New(tab, o.now)
 	}
-	shell := tools.NewExecShell(tools.ExecShellOptions{Dir: h.dir, Secrets: o.secrets, DropEnv: []string{"LLM_API_KEY"}, Logger: log})
+	shell := tools.NewExecShell(tools.ExecShellOptions{Dir: h.dir, Secrets: o.secrets, DropEnv: []string{"LLM_API_KEY"}, Logger: log, Jobs: o.jobs})
 	toolset := func(s chat.Log, d *dispatch.Deliverer) []agent.Tool {
 		ts := tools.Default(s, d)
 		if o.exec {
@@ -255,7 +258,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Logger:        log,
 		Questions:     qs,
 
-		Usage: o.usage, TokenBudget: o.budget, Profiles: o.profiles,
+		Usage: o.usage, TokenBudget: o.budget, Profiles: o.profiles, Jobs: o.jobs,
 		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch, ModelChoices: o.modelChoices,
 	})
 	if err != nil {
