@@ -43,6 +43,11 @@ type Door interface {
 	// what happened in the words a chat gets; a refusal is a
 	// *RefusalError, ErrQuestionsOff when ship keeps no questions.
 	Answer(ctx context.Context, id string, choice int, by questions.Answerer) (reply string, err error)
+	// CancelJob stops a running background job of chatKey ("" for any
+	// chat: the console) on behalf of by, as /cancel in a chat does; the
+	// chat is told. ErrJobsOff without jobs; ErrJobUnknown,
+	// ErrJobNotRunning when there is nothing to stop.
+	CancelJob(chatKey, id, by string) (Job, error)
 }
 
 // View is what the HTTP API and the console may read of ship's core:
@@ -86,6 +91,9 @@ type View interface {
 	// Usage is a day's token usage ("" for today, UTC) with its top chats
 	// and people; ok is false when ship counts no tokens.
 	Usage(ctx context.Context, day string) (r UsageReport, ok bool)
+	// Jobs lists the background jobs of chatKey ("" for all), newest
+	// first; nil without jobs.
+	Jobs(chatKey string) []Job
 }
 
 // The Engine is both: the binary hands it to the server as each.

@@ -18,6 +18,15 @@ import (
 // jobResultLimit caps how much of a job's result the new turn carries.
 const jobResultLimit = 16 << 10
 
+// Job is a background job as the console sees it.
+type Job = jobs.Job
+
+// Why CancelJob stopped nothing (besides ErrJobsOff).
+var (
+	ErrJobUnknown    = jobs.ErrUnknown
+	ErrJobNotRunning = jobs.ErrNotRunning
+)
+
 // ErrJobsOff is returned by CancelJob when ship runs without background
 // jobs.
 var ErrJobsOff = errors.New("background jobs are not enabled")
@@ -121,12 +130,12 @@ func (e *Engine) jobNote(j jobs.Job, text, logText string) {
 }
 
 // Jobs lists the background jobs of chatKey ("" for all), newest first;
-// nil without jobs.
+// nil without jobs, empty (not nil) when there are none yet.
 func (e *Engine) Jobs(chatKey string) []jobs.Job {
 	if e.jobs == nil {
 		return nil
 	}
-	return e.jobs.List(chatKey)
+	return append([]jobs.Job{}, e.jobs.List(chatKey)...)
 }
 
 // CancelJob stops a running job of chatKey ("" for any chat: the

@@ -148,6 +148,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("GET /chats/{key...}", page(c.handleChat))
 	mux.Handle("GET /approvals", page(c.handleApprovals))
 	mux.Handle("GET /tasks", page(c.handleTasks))
+	mux.Handle("GET /jobs", page(c.handleJobs))
 	mux.Handle("GET /tools", page(c.handleTools))
 	mux.Handle("GET /notes", page(c.handleNotes))
 	mux.Handle("GET /notes/edit", page(c.handleNotesEdit))
@@ -160,6 +161,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	mux.Handle("POST /console/approvals/{code}/{verb}", post(c.handleDecide))
 	mux.Handle("POST /console/questions/{id}/{n}", post(c.handleAnswer))
 	mux.Handle("POST /console/tasks/{name}/run", post(c.handleRunTask))
+	mux.Handle("POST /console/jobs/{id}/cancel", post(c.handleCancelJob))
 	mux.Handle("POST /console/notes", post(c.handleNotesSave))
 	mux.Handle("POST /logout", post(c.handleLogout))
 
@@ -170,7 +172,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 
 // Pages is the console's navigation, in order.
 var navigation = []struct{ Path, Title string }{
-	{"/", "Overview"}, {"/chats", "Chats"}, {"/approvals", "Approvals"}, {"/tasks", "Tasks"}, {"/notes", "Notes"}, {"/tools", "Tools"},
+	{"/", "Overview"}, {"/chats", "Chats"}, {"/approvals", "Approvals"}, {"/tasks", "Tasks"}, {"/jobs", "Jobs"}, {"/notes", "Notes"}, {"/tools", "Tools"},
 	{"/usage", "Usage"},
 }
 
