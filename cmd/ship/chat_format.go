@@ -93,6 +93,9 @@ func toolLine(name, input string, res *shipclient.AbilityResult) (line string, o
 		}
 		return fmt.Sprintf("✗ %s → %s: %s", name, kind, oneLine(res.Detail(), maxResultRunes)), false
 	}
+	if id := startedJob(res.Result); id != "" {
+		return fmt.Sprintf("⏳ %s → job %s started in the background; its result comes as a new message (/jobs, /cancel %s)", name, id, id), true
+	}
 	line = "⚙ " + name
 	if args := compactJSON(input); args != "" && args != "{}" {
 		line += " " + oneLine(args, maxArgsRunes)
@@ -102,6 +105,16 @@ func toolLine(name, input string, res *shipclient.AbilityResult) (line string, o
 		line += " (" + s + ")"
 	}
 	return line, true
+}
+
+// startedJob is the id of the background job a tool's result says it
+// started, "" when it started none.
+func startedJob(result string) string {
+	var r struct{ Job, Status string }
+	if json.Unmarshal([]byte(result), &r) != nil || r.Status != "started" {
+		return ""
+	}
+	return r.Job
 }
 
 // compactJSON removes the insignificant spaces of a JSON text; anything

@@ -54,6 +54,10 @@ func TestToolAndMetricsLines(t *testing.T) {
 		t.Errorf("long arguments: %q", got)
 	}
 	failed := &shipclient.AbilityResult{Type: "error", Error: "delivery failed:\nno route"}
+	job := &shipclient.AbilityResult{Type: "success", Result: `{"job":"J7","status":"started","success":true}`}
+	if got, _ := toolLine("exec_shell", `{"command":"make","background":true}`, job); got != "⏳ exec_shell → job J7 started in the background; its result comes as a new message (/jobs, /cancel J7)" {
+		t.Errorf("a background job's line: %q", got)
+	}
 	if got, isOK := toolLine("chat_send", `{"text":"x"}`, failed); got != "✗ chat_send → error: delivery failed: no route" || isOK {
 		t.Errorf("failed line = %q, %v", got, isOK)
 	}
