@@ -180,7 +180,7 @@ func (t *ExecShell) Definition() llms.FunctionDefinition {
 		Name: ExecShellName,
 		Description: fmt.Sprintf("Run a shell command with `sh -c` in %s and get its exit code, stdout and stderr. "+
 			"The command has no input (stdin is empty) and no terminal. It is stopped, with every process it started, "+
-			"when it times out (default %s, at most %s) or when it finishes: nothing keeps running in the background. "+
+			"when it times out (default %s, at most %s) or when it finishes: nothing it starts outlives it. "+
 			"Only the first %d bytes of stdout and of stderr come back; the rest is counted and dropped, so filter long output (head, grep). "+
 			"Credentials are not in its environment and are shown as <redacted>.%s",
 			where, t.defaultTimeout, t.maxTimeout, t.maxOutput, t.sandbox.check(context.Background()).describe()),
