@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/rs/zerolog"
+
 	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/jobs"
 )
@@ -13,12 +15,12 @@ const jobsFile = "jobs.json"
 // interrupted after the restart. Nil when exec_shell is off or jobs are
 // switched off. In a cluster each replica keeps its own file: a replica's
 // jobs are its own processes, reported when that replica starts again.
-func openJobs(cfg config.Config) (*jobs.Manager, error) {
+func openJobs(cfg config.Config, log zerolog.Logger) (*jobs.Manager, error) {
 	if !cfg.Tools.Exec.Enabled || cfg.Tools.Jobs.Off {
 		return nil, nil
 	}
 	return jobs.Open(jobs.Options{
 		Path: cfg.StatePath(jobsFile), PerChat: cfg.Tools.Jobs.PerChat, Max: cfg.Tools.Jobs.Max,
-		MaxDuration: cfg.Tools.Jobs.MaxDuration(),
+		MaxDuration: cfg.Tools.Jobs.MaxDuration(), Logger: log,
 	})
 }

@@ -226,7 +226,7 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 	if p.skillTools, p.skillPrompt, err = newSkills(cfg, log); err != nil {
 		return p, err
 	}
-	if p.jobs, err = openJobs(cfg); err != nil {
+	if p.jobs, err = openJobs(cfg, log); err != nil {
 		return p, err
 	}
 	p.shell = newExecShell(cfg, p.jobs, log)

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/shipmyagent/ship/runtime/statefile"
 	"github.com/shipmyagent/ship/runtime/turn"
 )
@@ -118,6 +120,8 @@ type Options struct {
 	MaxDuration time.Duration
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// Logger hears of a job's end that could not be recorded.
+	Logger zerolog.Logger
 }
 
 type entry struct {
@@ -276,10 +280,13 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelFunc, e *entry, 
 	default:
 		j.State = Failed
 	}
-	err := m.saveLocked()
+	if err := m.saveLocked(); err != nil {
+		// The job is over either way; after a restart it shows as
+		// interrupted.
+		m.opts.Logger.Error().Err(err).Str("job", j.ID).Msg("recording the end of a background job")
+	}
 	hooks, done := m.hooks, *j
 	m.mu.Unlock()
-	_ = err // the job is over either way; a failed save shows as interrupted after a restart
 	if hooks.Ended != nil {
 		hooks.Ended(done, res)
 	}
