@@ -51,6 +51,7 @@ func TestE2EBackgroundJobInATelegramTopic(t *testing.T) {
 	})
 	env := modelEnv(fake, telegramEnv(tg, token)...)
 	p := startShip(t, dir, env)
+	sse := sseLines(t, p)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*hangGuard)
 	defer cancel()
@@ -101,6 +102,20 @@ func TestE2EBackgroundJobInATelegramTopic(t *testing.T) {
 		t.Errorf("result %+v: want the output, replying to the message that asked (%d)", result, askA)
 	}
 	processGone(t, pidA)
+	// /api/sse told of the job's start and end.
+	for _, want := range [][]string{
+		{`"type":"job_started"`, `"jobId":"J1"`, `"chatKey":"telegram:chat:-100777:topic:9"`},
+		{`"type":"job_finished"`, `"jobId":"J1"`, `"state":"done"`, `"exitCode":0`, `"durationMs":`},
+	} {
+		eventually(t, "the event "+want[0]+" on /api/sse", func() bool {
+			for _, line := range sse() {
+				if containsAll(line, want) {
+					return true
+				}
+			}
+			return false
+		})
+	}
 
 	// Job b is cancelled: its process is killed, the topic is told, and
 	// no result follows.
@@ -133,6 +148,15 @@ func TestE2EBackgroundJobInATelegramTopic(t *testing.T) {
 		}
 	}
 	p.stop(t, syscall.SIGTERM)
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // readJobPID waits (bounded) for job name's script to have written its pid.
