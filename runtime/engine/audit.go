@@ -26,6 +26,8 @@ type audit struct {
 	store  chat.Log
 	redact func(string) string
 	req    dispatch.RequestContext
+	// meta is added to every entry (a sub-agent's name).
+	meta map[string]any
 
 	mu      sync.Mutex
 	refusal map[string]string // callID → policy_rejected | approval_required
@@ -67,6 +69,9 @@ func (a *audit) record(ctx context.Context, ev agent.StepEvent, refusal string) 
 	input := a.redact(ev.Input)
 	output := clip(a.redact(ev.Output), auditOutputChars)
 	meta := map[string]any{"tool": ev.Tool, "callId": ev.CallID, "input": json.RawMessage(validJSON(input)), "outcome": outcome, "output": output}
+	for k, v := range a.meta {
+		meta[k] = v
+	}
 	_, err := a.store.Append(ctx, chat.ChatLogEntryV1{
 		Channel: a.req.Channel, ChatID: a.req.ChatID, ChatKey: a.req.ChatKey, UserID: a.req.UserID,
 		Role: chat.RoleTool, Text: fmt.Sprintf("%s %s → %s", ev.Tool, clip(input, 200), outcome), Meta: meta,

@@ -147,6 +147,8 @@ type Options struct {
 	// Jobs runs background jobs (exec_shell with background: true); the
 	// engine brings their results back to their chats and closes it.
 	Jobs *jobs.Manager
+	// SubAgents, with Jobs, offers agent_spawn (subagents.go); nil: off.
+	SubAgents *SubAgentOptions
 }
 
 // Engine is ship's core wired together.
@@ -174,6 +176,7 @@ type Engine struct {
 
 	usage *usage.Tally  // nil without Options.Usage
 	jobs  *jobs.Manager // nil without Options.Jobs
+	sub   *subAgents    // nil without Options.SubAgents
 
 	// bg owns the engine's own goroutines (the approval sweeper, notes);
 	// Close ends them.
@@ -209,6 +212,10 @@ func New(opts Options) (*Engine, error) {
 	var tools []agent.Tool
 	if opts.Tools != nil {
 		tools = opts.Tools(st.store, deliverer)
+	}
+	sub := newSubAgents(opts.SubAgents, opts.Jobs != nil, opts.Redact)
+	if sub != nil {
+		tools = append(tools, sub.tool)
 	}
 	gov, err := newGovernor(opts, reg, tools)
 	if err != nil {
@@ -259,6 +266,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	e.startJobs(opts.Jobs)
+	if e.sub = sub; sub != nil {
+		sub.tool.e.Store(e)
+	}
 	var sweepCtx context.Context
 	sweepCtx, e.sweepCancel = context.WithCancel(e.bgCtx)
 	if e.gov.approvals != nil {

@@ -40,6 +40,8 @@ type runScope struct {
 	// limits are what the run's own tools tightened (a skill's
 	// allowed-tools); nil outside a run.
 	limits *policy.RunLimits
+	// sub is the run's place among sub-agents (subagents.go).
+	sub *subScope
 }
 
 // defaultVerdict is a tool's verdict where no rule decides: the chat_*,
@@ -96,6 +98,7 @@ func (g *governor) begin(run *dispatch.Run, job ingress.Job) {
 		narrowing: policy.Narrowing(job.Tools),
 		req:       job.Route,
 		limits:    limits,
+		sub:       &subScope{},
 	}
 }
 
@@ -111,7 +114,7 @@ func (g *governor) scope(ctx context.Context) runScope {
 // Offered implements agent.Gate.
 func (g *governor) Offered(ctx context.Context, tool string) bool {
 	sc := g.scope(ctx)
-	return sc.limits.Offers(tool) && sc.policy.Offered(sc.subject, tool, sc.narrowing, defaultVerdict(tool, sc.req))
+	return sc.limits.Offers(tool) && sc.sub.offers(tool) && sc.policy.Offered(sc.subject, tool, sc.narrowing, defaultVerdict(tool, sc.req))
 }
 
 // Check implements agent.Gate.
@@ -124,11 +127,17 @@ func (g *governor) Check(ctx context.Context, tool string, args json.RawMessage)
 	if ok, why := sc.limits.Check(call); !ok {
 		return refuse(agent.RefusedByPolicy, why, nil)
 	}
+	if !sc.sub.offers(tool) {
+		return refuse(agent.RefusedByPolicy, fmt.Sprintf("refused: sub-agent %s may not use %s (not among the tools it was given, or a chat tool)", sc.sub.jobID, tool), nil)
+	}
 	d := sc.policy.Decide(sc.subject, call, sc.narrowing, defaultVerdict(tool, sc.req))
 	switch d.Verdict {
 	case policy.Allow:
 		return agent.Verdict{Allow: true}
 	case policy.RequireApproval:
+		if sc.sub != nil && sc.sub.depth > 0 {
+			return refuse(agent.RefusedByPolicy, "refused: this call needs approval, and a sub-agent cannot ask for or grant one; report back so the person can ask for it: "+d.Reason, map[string]any{"policy": d})
+		}
 		return g.approval(ctx, sc, call, args, d)
 	}
 	return refuse(agent.RefusedByPolicy, "refused by the tool policy: "+d.Reason, map[string]any{"policy": d})

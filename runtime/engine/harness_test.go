@@ -150,6 +150,8 @@ type harnessOptions struct {
 	profiles *profiles.Set
 	// jobs lets exec_shell run background jobs.
 	jobs *jobs.Manager
+	// subAgents offers agent_spawn (with jobs).
+	subAgents *engine.SubAgentOptions
 }
 
 // harness is the core engine wired as in production: real ChatStore, queue,
@@ -258,7 +260,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Logger:        log,
 		Questions:     qs,
 
-		Usage: o.usage, TokenBudget: o.budget, Profiles: o.profiles, Jobs: o.jobs,
+		Usage: o.usage, TokenBudget: o.budget, Profiles: o.profiles, Jobs: o.jobs, SubAgents: o.subAgents,
 		Models: cat, ModelChoicesPath: choicesPath, ModelSwitch: o.modelSwitch, ModelChoices: o.modelChoices,
 	})
 	if err != nil {

@@ -72,6 +72,9 @@ func (e *Engine) jobEnded(j jobs.Job, res jobs.Result) {
 	}
 	text := fmt.Sprintf("[job %s (%s) %s after %s: exit %d, output %s]\nThis is the result of a background job started earlier in this chat; tell the person what it means.",
 		j.ID, j.Label, outcome, j.Duration(time.Now()).Round(time.Second), j.ExitCode, clip(res.Content, jobResultLimit))
+	if j.Tool == SubAgentTool {
+		text = subAgentText(j, outcome, res.Content)
+	}
 	e.goBackground(func(ctx context.Context) {
 		_, err := e.ingress.Submit(ctx, ingress.Submission{
 			Channel: j.Route.Channel, ChatKey: j.ChatKey,

@@ -1,0 +1,151 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shipmyagent/ship/internal/fakeopenai"
+	"github.com/shipmyagent/ship/runtime/chat"
+	"github.com/shipmyagent/ship/runtime/engine"
+)
+
+// subAgentPolicy lets everyone start sub-agents and echo.
+const subAgentPolicy = `{"allow": ["agent_spawn", "exec_shell(echo *)"]}`
+
+// subAgentModel is a scripted model. A run offered chat_send (a person's
+// turn) answers "spawn: ARGS" with agent_spawn(ARGS), anything else by
+// chat_send "got: TEXT", and a tool result by chat_send "result: …". A
+// sub-agent (no chat_send) answers "spawn: ARGS" and "run: CMD" with the
+// call, and ends with the text "sub says: <last tool result or brief>".
+func subAgentModel(r fakeopenai.Request) fakeopenai.Response {
+	call := func(name, args string) fakeopenai.Response {
+		return fakeopenai.Response{ToolCalls: []fakeopenai.ToolCall{{Name: name, Arguments: args}}}
+	}
+	say := func(text string) fakeopenai.Response {
+		b, _ := json.Marshal(map[string]string{"text": text}) // a string map always encodes
+		return call("chat_send", string(b))
+	}
+	res, text := r.ToolResults(), r.LastUser()
+	if !r.HasTool("chat_send") {
+		if len(res) > 0 {
+			return fakeopenai.Response{Content: "sub says: " + res[len(res)-1].Content}
+		}
+		if args, ok := strings.CutPrefix(text, "spawn: "); ok {
+			return call(engine.SubAgentTool, args)
+		}
+		if cmd, ok := strings.CutPrefix(text, "run: "); ok {
+			b, _ := json.Marshal(map[string]string{"command": cmd}) // a string map always encodes
+			return call("exec_shell", string(b))
+		}
+		return fakeopenai.Response{Content: "sub says: " + text}
+	}
+	if len(res) > 0 {
+		if lastCallName(r) == "chat_send" {
+			return fakeopenai.Response{}
+		}
+		return say("result: " + res[len(res)-1].Content)
+	}
+	if args, ok := strings.CutPrefix(text, "spawn: "); ok {
+		return call(engine.SubAgentTool, args)
+	}
+	return say("got: " + text)
+}
+
+func lastCallName(r fakeopenai.Request) string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if m := r.Messages[i]; m.Role == "assistant" && len(m.ToolCalls) > 0 {
+			return m.ToolCalls[len(m.ToolCalls)-1].Name
+		}
+	}
+	return ""
+}
+
+func spawnText(t *testing.T, args map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "spawn: " + string(b)
+}
+
+func TestSubAgentWithNarrowerToolsIsRefusedOthersAndReportsOnce(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessOptions{dir: dir, handler: subAgentModel, exec: true, policy: subAgentPolicy,
+		jobs: openJobs(t, dir), subAgents: &engine.SubAgentOptions{}})
+	key := chatKeyOf("1")
+
+	// The parent may run echo; the sub-agent is given only memory tools.
+	if o := h.ask("1", "m1", spawnText(t, map[string]any{"brief": "run: echo secret-word", "tools": []string{"memory_*"}})); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	h.waitText(key, "got: [sub-agent J1")
+	h.waitIdle()
+	got := h.out.texts(key)
+	if n := countContaining(got, "[sub-agent J1"); n != 1 {
+		t.Fatalf("the sub-agent's answer came back %d times, want once: %q", n, got)
+	}
+	if countContaining(got, "may not use exec_shell") != 1 || countContaining(got, "secret-word\\n") != 0 {
+		t.Fatalf("the sub-agent's exec_shell was not refused: %q", got)
+	}
+	// The refusal is audited in the parent chat's log, naming the sub-agent.
+	var audited bool
+	for _, e := range h.entries(key) {
+		if e.Role == chat.RoleTool && e.Meta["tool"] == "exec_shell" && e.Meta["subAgent"] == "J1" && e.Meta["outcome"] == "policy_rejected" {
+			audited = true
+		}
+	}
+	if !audited {
+		t.Fatalf("no audited refusal naming sub-agent J1 in %+v", h.entries(key))
+	}
+}
+
+func TestSubAgentWithTheCallersToolsRunsThem(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessOptions{dir: dir, handler: subAgentModel, exec: true, policy: subAgentPolicy,
+		jobs: openJobs(t, dir), subAgents: &engine.SubAgentOptions{}})
+	key := chatKeyOf("1")
+	if o := h.ask("1", "m1", spawnText(t, map[string]any{"brief": "run: echo secret-word"})); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	h.waitText(key, "got: [sub-agent J1")
+	if got := h.out.texts(key); countContaining(got, "secret-word\\n") != 1 {
+		t.Fatalf("the sub-agent did not run echo with the caller's rights: %q", got)
+	}
+}
+
+func TestSubAgentsNestAtMostTwoDeep(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessOptions{dir: dir, handler: subAgentModel, exec: true, policy: subAgentPolicy,
+		jobs: openJobs(t, dir), subAgents: &engine.SubAgentOptions{}})
+	key := chatKeyOf("1")
+	third := spawnText(t, map[string]any{"brief": "hello"})
+	second := spawnText(t, map[string]any{"brief": third})
+	if o := h.ask("1", "m1", spawnText(t, map[string]any{"brief": second})); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	// J1 (depth 1) starts J2 (depth 2), whose own agent_spawn is refused.
+	h.waitText(key, "got: [sub-agent J2")
+	h.waitText(key, "got: [sub-agent J1")
+	got := h.out.texts(key)
+	if countContaining(got, "nested 3 deep, and at most 2 is allowed") != 1 {
+		t.Fatalf("depth 3 was not refused with a clear error: %q", got)
+	}
+	if n := len(h.engine.Jobs(key)); n != 2 {
+		t.Fatalf("%d jobs, want 2 (no third level): %+v", n, h.engine.Jobs(key))
+	}
+}
+
+func TestAgentSpawnIsDeniedUnlessThePolicyAllowsIt(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessOptions{dir: dir, handler: subAgentModel, exec: true, policy: `{}`,
+		jobs: openJobs(t, dir), subAgents: &engine.SubAgentOptions{}})
+	key := chatKeyOf("1")
+	if o := h.ask("1", "m1", spawnText(t, map[string]any{"brief": "hello"})); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	if len(h.engine.Jobs(key)) != 0 {
+		t.Fatalf("a sub-agent started without the policy allowing agent_spawn: %+v", h.engine.Jobs(key))
+	}
+}
