@@ -284,6 +284,8 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 
 		// exec_shell's background jobs; their results come back as turns.
 		Jobs: p.jobs,
+		// agent_spawn's sub-agents run as such jobs (subagents.go).
+		SubAgents: subAgentOptions(cfg),
 	}
 }
 

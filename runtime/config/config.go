@@ -484,6 +484,9 @@ func (c *Config) validate() error {
 	if err := c.Tools.Jobs.validate(); err != nil {
 		return err
 	}
+	if err := c.Tools.Agents.validate(); err != nil {
+		return err
+	}
 	if err := c.Tools.Exec.validate(); err != nil {
 		return err
 	}

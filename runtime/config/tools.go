@@ -21,6 +21,8 @@ type ToolsConfig struct {
 	Exec ExecConfig
 	// Jobs bounds exec_shell's background jobs ("jobs").
 	Jobs JobsConfig
+	// Agents bounds agent_spawn's sub-agents ("agents").
+	Agents SubAgentsConfig
 	// Policy is the section without "exec", as policy.Parse reads it.
 	Policy json.RawMessage
 }
@@ -97,6 +99,14 @@ func (t *ToolsConfig) UnmarshalJSON(b []byte) error {
 		}
 		delete(fields, "jobs")
 	}
+	if raw, ok := fields["agents"]; ok {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&out.Agents); err != nil {
+			return fmt.Errorf("tools.agents: %w", err)
+		}
+		delete(fields, "agents")
+	}
 	if len(fields) > 0 {
 		rest, err := json.Marshal(fields)
 		if err != nil {
@@ -119,6 +129,9 @@ func (t ToolsConfig) MarshalJSON() ([]byte, error) {
 	fields["exec"] = t.Exec
 	if t.Jobs != (JobsConfig{}) {
 		fields["jobs"] = t.Jobs
+	}
+	if t.Agents != (SubAgentsConfig{}) {
+		fields["agents"] = t.Agents
 	}
 	return json.Marshal(fields)
 }

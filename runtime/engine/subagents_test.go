@@ -149,3 +149,19 @@ func TestAgentSpawnIsDeniedUnlessThePolicyAllowsIt(t *testing.T) {
 		t.Fatalf("a sub-agent started without the policy allowing agent_spawn: %+v", h.engine.Jobs(key))
 	}
 }
+
+func TestSubAgentCannotAskForApproval(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessOptions{dir: dir, handler: subAgentModel, exec: true,
+		policy: `{"allow": ["agent_spawn", "exec_shell(echo *)"], "requireApproval": ["exec_shell(echo *)"]}`,
+		jobs:   openJobs(t, dir), subAgents: &engine.SubAgentOptions{}})
+	key := chatKeyOf("1")
+	if o := h.ask("1", "m1", spawnText(t, map[string]any{"brief": "run: echo secret-word"})); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	h.waitText(key, "got: [sub-agent J1")
+	got := h.out.texts(key)
+	if countContaining(got, "a sub-agent cannot ask for or grant one") != 1 || countContaining(got, "Approval needed") != 0 {
+		t.Fatalf("the sub-agent's call needing approval was not refused: %q", got)
+	}
+}

@@ -1,0 +1,27 @@
+package config
+
+import "fmt"
+
+// SubAgentsConfig is tools.agents: the sub-agents agent_spawn starts. They
+// run as background jobs, so they are on whenever jobs are; the tool
+// policy must still allow agent_spawn. These bound them.
+type SubAgentsConfig struct {
+	// MaxDepth bounds nesting: a person's run starts depth 1, which may
+	// start depth 2 (default 2).
+	MaxDepth int `json:"maxDepth,omitempty"`
+	// MaxPerRun bounds the sub-agents one run may start (default 3).
+	MaxPerRun int `json:"maxPerRun,omitempty"`
+	// Off switches agent_spawn off.
+	Off bool `json:"off,omitempty"`
+}
+
+// maxSubAgents bounds both numbers: a mistyped one must not let agents
+// fan out without end.
+const maxSubAgents = 10
+
+func (s SubAgentsConfig) validate() error {
+	if s.MaxDepth < 0 || s.MaxDepth > maxSubAgents || s.MaxPerRun < 0 || s.MaxPerRun > maxSubAgents {
+		return fmt.Errorf("%w: tools.agents.maxDepth and tools.agents.maxPerRun must be between 1 and %d", ErrInvalid, maxSubAgents)
+	}
+	return nil
+}
