@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/agent"
@@ -17,6 +18,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/turn"
+	"github.com/shipmyagent/ship/runtime/usage"
 )
 
 // SubAgentTool is the name of the tool that starts a sub-agent.
@@ -207,6 +209,7 @@ func (e *Engine) runSubAgent(ctx context.Context, sub *subScope, parent runScope
 		ain.Model, ain.Call = m.LLM, call
 	}
 	res, err := e.runtime.Run(ctx, ain)
+	e.countSubAgent(ctx, route.ChatKey, turn.Turn{Identity: identity, Route: route}, res.Usage)
 	if err != nil {
 		log.Warn().Err(err).Msg("sub-agent run failed")
 		return jobs.Result{ExitCode: 1, Content: e.sub.redact(fmt.Sprintf("the sub-agent failed: %v", err))}
@@ -216,6 +219,18 @@ func (e *Engine) runSubAgent(ctx context.Context, sub *subScope, parent runScope
 		code = 1
 	}
 	return jobs.Result{OK: res.Success, ExitCode: code, Content: e.sub.redact(res.Output)}
+}
+
+// countSubAgent adds a sub-agent's tokens to its chat's and its person's
+// day: a sub-agent spends the budget of whoever started it.
+func (e *Engine) countSubAgent(ctx context.Context, chatKey string, t turn.Turn, u turn.Usage) {
+	if e.usage == nil {
+		return
+	}
+	c := usage.Counts{Input: int64(u.PromptTokens), CachedInput: int64(u.CachedPromptTokens), Output: int64(u.CompletionTokens)}
+	if err := e.usage.Add(context.WithoutCancel(ctx), chatKey, person(t), c); err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Msg("counting a sub-agent's tokens")
+	}
 }
 
 // subAgentText is the new turn that brings a finished sub-agent's answer

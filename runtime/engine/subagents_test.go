@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"context"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
+	"github.com/shipmyagent/ship/runtime/usage"
 )
 
 // subAgentPolicy lets everyone start sub-agents and echo.
@@ -163,5 +166,33 @@ func TestSubAgentCannotAskForApproval(t *testing.T) {
 	got := h.out.texts(key)
 	if countContaining(got, "a sub-agent cannot ask for or grant one") != 1 || countContaining(got, "Approval needed") != 0 {
 		t.Fatalf("the sub-agent's call needing approval was not refused: %q", got)
+	}
+}
+
+// TestSubAgentSpendsItsStartersBudget: every model call, the sub-agent's
+// too, is counted for the person who started it.
+func TestSubAgentSpendsItsStartersBudget(t *testing.T) {
+	dir := t.TempDir()
+	tally, err := usage.Open("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := func(r fakeopenai.Request) fakeopenai.Response {
+		res := subAgentModel(r)
+		res.PromptTokens, res.CompletionTokens = 100, 10
+		return res
+	}
+	h := newHarness(t, harnessOptions{dir: dir, handler: counted, exec: true, policy: subAgentPolicy,
+		jobs: openJobs(t, dir), subAgents: &engine.SubAgentOptions{}, usage: tally})
+	key := chatKeyOf("1")
+	if o := h.ask("1", "m1", spawnText(t, map[string]any{"brief": "hello"})); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	h.waitText(key, "got: [sub-agent J1")
+	h.waitIdle()
+	// Every call counts: the person's turn, the sub-agent's, the result's.
+	calls := int64(len(h.fake.Requests()))
+	if _, who := tally.Today(context.Background(), key, "telegram:u1"); who.Output != 10*calls {
+		t.Fatalf("the person was counted %d output tokens over %d model calls, want 10 a call", who.Output, calls)
 	}
 }
