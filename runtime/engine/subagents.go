@@ -192,8 +192,13 @@ func (e *Engine) runSubAgent(ctx context.Context, sub *subScope, parent runScope
 	run := dispatch.Run{Request: route, Refusals: &dispatch.Refusals{}}
 	e.gov.begin(&run, ingress.Job{Turn: turn.Turn{Identity: identity, Route: route}})
 	scope := run.Scope.(runScope)
-	// The caller's request layer (an API run's narrowing) binds it too.
+	// The caller's request layer (an API run's narrowing) and what its
+	// own tools tightened (a skill's allowed-tools) bind it too; a skill
+	// the sub-agent loads may only tighten those further.
 	scope.narrowing, scope.sub = parent.narrowing, sub
+	if parent.limits != nil {
+		scope.limits, run.Limits = parent.limits, parent.limits
+	}
 	run.Scope = scope
 	ctx = dispatch.WithRun(ctx, run)
 	log := e.log.With().Str("chatKey", route.ChatKey).Str("subAgent", sub.jobID).Logger()
