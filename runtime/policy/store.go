@@ -2,14 +2,12 @@ package policy
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -414,26 +412,15 @@ func (s *Store) Pending(chatKey string) []Approval {
 	return out
 }
 
-// codeAlphabet has no 0, O, 1 or I, so a code read aloud or retyped is
-// unambiguous.
-const codeAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
-
 // newCode draws a code not taken by any approval the store still holds.
 func newCode(taken func(code string) bool) (string, error) {
-	b := make([]byte, 6)
 	for range 100 {
-		if _, err := rand.Read(b); err != nil {
-			return "", fmt.Errorf("drawing an approval code: %w", err)
-		}
-		for i := range b {
-			b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)]
-		}
-		if !taken(string(b)) {
-			return string(b), nil
+		if c := records.Code(6); !taken(c) {
+			return c, nil
 		}
 	}
 	return "", errors.New("drawing an approval code: no free code")
 }
 
 // normCode accepts a code as typed: blanks around it and any case.
-func normCode(code string) string { return strings.ToUpper(strings.TrimSpace(code)) }
+func normCode(code string) string { return records.NormCode(code) }

@@ -12,7 +12,6 @@ package questions
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,7 +168,7 @@ func (s *Store) Ask(ctx context.Context, q Question, ttl time.Duration) (Questio
 	q.Answer, q.AnsweredBy, q.ByName, q.AnsweredAt = 0, "", "", time.Time{}
 	s.prune(ctx)
 	for range 5 {
-		q.ID = newID()
+		q.ID = records.Code(6)
 		raw, err := json.Marshal(q)
 		if err != nil {
 			return Question{}, fmt.Errorf("keeping a question: %w", err)
@@ -291,20 +290,5 @@ func (s *Store) prune(ctx context.Context) {
 	}
 }
 
-// idAlphabet leaves out letters and digits people confuse (0/O, 1/I/L).
-const idAlphabet = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
-
-// newID is a 6-character id: short enough for a 64-byte button payload
-// and for typing, and with 31^6 ≈ 10^9 values not guessable by a chat
-// member who wants to answer someone else's question (who would be
-// refused anyway).
-func newID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
-	}
-	return string(b)
-}
-
-func normID(id string) string { return strings.ToUpper(strings.TrimSpace(id)) }
+// normID accepts an id as typed (records.Code's form).
+func normID(id string) string { return records.NormCode(id) }
