@@ -129,31 +129,43 @@ func bullet(depth int) string {
 	return "• "
 }
 
-// list writes each item on its own line with a marker, its later lines
-// indented under the item's first character.
-func (r *renderer) list(l *ast.List) {
+// listMarkers are the markers of l's items, in order: "1. ", "2. ", …
+// from the list's start, or a bullet that changes with the depth of
+// nesting. Every renderer that writes lists as text uses them.
+func listMarkers(l *ast.List) []string {
 	depth := 0
 	for p := l.Parent(); p != nil; p = p.Parent() {
 		if _, ok := p.(*ast.List); ok {
 			depth++
 		}
 	}
+	var out []string
 	num := l.Start
-	outer := r.indent
-	first := true
 	for c := l.FirstChild(); c != nil; c = c.NextSibling() {
-		if !first {
+		if l.IsOrdered() {
+			out = append(out, strconv.Itoa(num)+". ")
+			num++
+		} else {
+			out = append(out, bullet(depth))
+		}
+	}
+	return out
+}
+
+// list writes each item on its own line with a marker, its later lines
+// indented under the item's first character.
+func (r *renderer) list(l *ast.List) {
+	markers := listMarkers(l)
+	outer := r.indent
+	i := 0
+	for c := l.FirstChild(); c != nil; c, i = c.NextSibling(), i+1 {
+		if i > 0 {
 			if !l.IsTight {
 				r.write("\n")
 			}
 			r.newline()
 		}
-		first = false
-		marker := bullet(depth)
-		if l.IsOrdered() {
-			marker = strconv.Itoa(num) + ". "
-			num++
-		}
+		marker := markers[i]
 		r.write(marker)
 		r.indent = outer + strings.Repeat(" ", len([]rune(marker)))
 		r.blocks(c)

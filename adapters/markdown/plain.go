@@ -1,7 +1,6 @@
 package markdown
 
 import (
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -144,26 +143,17 @@ func blockLines(n ast.Node, src []byte) string {
 // list writes each item on its own line with a marker, its later lines
 // indented under the item's first character.
 func (p *plainRenderer) list(l *ast.List) {
-	depth := 0
-	for n := l.Parent(); n != nil; n = n.Parent() {
-		if _, ok := n.(*ast.List); ok {
-			depth++
-		}
-	}
-	num := l.Start
+	markers := listMarkers(l)
 	outer := p.prefix
-	for c := l.FirstChild(); c != nil; c = c.NextSibling() {
-		if c != l.FirstChild() {
+	i := 0
+	for c := l.FirstChild(); c != nil; c, i = c.NextSibling(), i+1 {
+		if i > 0 {
 			p.newline()
 			if !l.IsTight {
 				p.newline()
 			}
 		}
-		marker := bullet(depth)
-		if l.IsOrdered() {
-			marker = strconv.Itoa(num) + ". "
-			num++
-		}
+		marker := markers[i]
 		p.write(marker)
 		p.prefix = outer + strings.Repeat(" ", len([]rune(marker)))
 		p.blocks(c)
