@@ -154,10 +154,10 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		toolCalls = []turn.ToolCall{}
 	}
 	replies := res.replies
-	if len(replies) == 0 && out.Delivered {
+	if len(replies) == 0 {
 		// The run went out on another replica (cluster mode), whose api
-		// dispatcher had no collector: its replies are in the chat log.
-		replies = s.repliesFromLog(ctx, in.chatKey, in.messageID)
+		// dispatcher had no collector: the run's result lists them.
+		replies = out.Replies
 	}
 	if replies == nil {
 		replies = []string{}
@@ -201,45 +201,6 @@ func (s *Server) writeAcceptError(w http.ResponseWriter, r *http.Request, err er
 	default:
 		zerolog.Ctx(r.Context()).Error().Err(err).Msg("accepting api message")
 		writeError(w, r, http.StatusInternalServerError, codeInternal, msgInternal)
-	}
-}
-
-// logCatchUp bounds how long repliesFromLog waits for the chat log to
-// show replies another replica delivered.
-const logCatchUp = 3 * time.Second
-
-// repliesFromLog reads the replies to messageID from the chat's log. It is
-// called only for a run that delivered, so the replies exist: in cluster
-// mode this replica's view of the shared log may not have them yet when
-// the outcome arrives, and it looks again, briefly, until they show.
-func (s *Server) repliesFromLog(ctx context.Context, chatKey, messageID string) []string {
-	ctx, cancel := context.WithTimeout(ctx, logCatchUp)
-	defer cancel()
-	wait := 10 * time.Millisecond
-	for {
-		recent, err := s.opts.View.Recent(ctx, chatKey, 100)
-		if err != nil {
-			zerolog.Ctx(ctx).Warn().Err(err).Msg("reading a run's replies from the chat log")
-			return nil
-		}
-		var out []string
-		for _, e := range recent {
-			if e.Role == chat.RoleAssistant && e.Meta["replyTo"] == messageID {
-				out = append(out, e.Text)
-			}
-		}
-		if len(out) > 0 {
-			return out
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			zerolog.Ctx(ctx).Warn().Str("chatKey", chatKey).Msg("a delivered run's replies did not show in the chat log in time")
-			return nil
-		case <-t.C:
-		}
-		wait = min(2*wait, 200*time.Millisecond)
 	}
 }
 

@@ -196,7 +196,7 @@ type outcomeWire struct {
 	Err          string          `json:"err,omitempty"`
 	FallbackSent bool            `json:"fallbackSent,omitempty"`
 	// Delivered is Result.Delivered, which Result's JSON leaves out: the
-	// waiting replica reads the replies from the chat log when it is set.
+	// waiting replica learns the run delivered (its replies are in Result).
 	Delivered bool `json:"delivered,omitempty"`
 }
 

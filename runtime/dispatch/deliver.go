@@ -202,13 +202,14 @@ func (d *Deliverer) DeliverReport(ctx context.Context, text, via string) (Delive
 		}
 		return Delivery{}, fmt.Errorf("delivering to %s: %w", req.Channel, err)
 	}
+	if dl.Sent != "" {
+		text = dl.Sent
+	}
+	noteReplied(ctx, text)
 	if d.Store == nil {
 		return dl, nil
 	}
 	meta := replyMeta(req, via)
-	if dl.Sent != "" {
-		text = dl.Sent
-	}
 	if len(dl.Notices) > 0 {
 		meta["notices"] = dl.Notices
 	}

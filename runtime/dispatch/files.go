@@ -120,6 +120,9 @@ func (d *Deliverer) DeliverFiles(ctx context.Context, files []OutFile, arts []Ar
 	if err != nil {
 		return nil, fmt.Errorf("delivering files to %s: %w", req.Channel, err)
 	}
+	if strings.TrimSpace(caption) != "" {
+		noteReplied(ctx, caption)
+	}
 	out := append([]Artifact(nil), arts...)
 	for i := range out {
 		if i < len(ids) {
@@ -181,6 +184,19 @@ type Question struct {
 type Watcher interface {
 	Artifact(a Artifact)
 	Asked(q Question)
+	// Replied hears each text the chat got from the run (a reply, a
+	// caption, a question as sent), as the chat got it: the run's result
+	// lists them, so whoever waits for the run (/api/execute, on any
+	// replica) has them without reading the chat log.
+	Replied(text string)
+}
+
+// noteReplied tells the Watcher of ctx's run, if any, that text reached
+// the chat.
+func noteReplied(ctx context.Context, text string) {
+	if r, _ := RunFrom(ctx); r.Watcher != nil {
+		r.Watcher.Replied(text)
+	}
 }
 
 // NoteAsked tells the Watcher of ctx's run, if any, that q was asked.

@@ -63,6 +63,7 @@ func (d *Deliverer) DeliverQuestion(ctx context.Context, q Question) error {
 		live.replying(ctx)
 	}
 	var err error
+	sent := q.Text
 	if bs, ok := disp.(ButtonSender); ok {
 		buttons := make([]Button, len(q.Choices))
 		for i, c := range q.Choices {
@@ -70,12 +71,14 @@ func (d *Deliverer) DeliverQuestion(ctx context.Context, q Question) error {
 		}
 		err = bs.SendButtons(ctx, req, q.Text, buttons)
 	} else {
-		err = disp.SendText(ctx, req, NumberedChoices(q))
+		sent = NumberedChoices(q)
+		err = disp.SendText(ctx, req, sent)
 	}
 	noteSend(ctx, err)
 	if err != nil {
 		return fmt.Errorf("asking in %s: %w", req.Channel, err)
 	}
+	noteReplied(ctx, sent)
 	NoteAsked(ctx, q)
 	if d.Store == nil {
 		return nil

@@ -33,6 +33,7 @@ type runEvents struct {
 	shown    map[string]bool         // texts already sent as content
 	retried  map[int]int             // model calls made again, per step
 	arts     []dispatch.Artifact     // files the run sent
+	said     []string                // texts the chat got
 	// held says the run's output is held for its check (guardrail.go):
 	// its text is not shown as content until it passed; nil: never.
 	held func() bool
@@ -301,6 +302,21 @@ func (r *runEvents) Asked(q dispatch.Question) {
 	r.publish(events.Event{Type: events.TypeUI, UI: &events.UI{
 		Kind: "choice", QuestionID: q.ID, Question: q.Text, Choices: q.Choices, Anyone: q.Anyone, ExpiresAt: q.Expires,
 	}})
+}
+
+// Replied implements dispatch.Watcher: the run's result lists what the
+// chat got.
+func (r *runEvents) Replied(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.said = append(r.said, text)
+}
+
+// delivered are the texts the chat got from the run so far.
+func (r *runEvents) delivered() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.said...)
 }
 
 // artifacts are the files the run sent so far.

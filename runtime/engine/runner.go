@@ -96,7 +96,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	}
 	out := r.run(ctx, item, route.Profile.Prompt, ev, live, log)
 	r.recordUsage(ctx, item, out.Result, log)
-	out.Result.Artifacts = ev.artifacts()
+	out.Result.Artifacts, out.Result.Replies = ev.artifacts(), ev.delivered()
 	// A run cut short by shutdown leaves what it showed for its resumed
 	// run to take over.
 	live.Close(ctx, journaled && errors.Is(ctx.Err(), context.Canceled))

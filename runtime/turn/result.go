@@ -34,6 +34,9 @@ type Result struct {
 	Usage Usage `json:"-"`
 	// Artifacts are the files the run sent into its chat, in order.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// Replies are the texts the chat got from the run, in order, as the
+	// chat got them (replies, captions, questions).
+	Replies []string `json:"replies,omitempty"`
 }
 
 // Usage counts tokens over a run's model calls.
