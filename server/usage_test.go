@@ -55,3 +55,23 @@ func TestExecuteOverTheTokenBudgetIs429AndStatusShowsUsage(t *testing.T) {
 		t.Errorf("a day that is no date: %d, want 400", resp.StatusCode)
 	}
 }
+
+// An API caller cannot escape the per-person budget by naming another
+// userId (or another chat) on each request: the person a budget counts is
+// the token's identity, and the body's userId is only a label.
+func TestAnotherUserIDDoesNotEscapeThePersonalBudget(t *testing.T) {
+	tally, err := usage.Open("", func() time.Time { return time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, setup{usage: tally, budget: usage.Budget{PerUserPerDay: 220},
+		handler: func(fakeopenai.Request) fakeopenai.Response {
+			return fakeopenai.Response{Content: "noted", PromptTokens: 100, CompletionTokens: 10}
+		}})
+	e.execute(map[string]any{"instructions": "one", "chatId": "a", "userId": "alice"}).result(t)
+	e.execute(map[string]any{"instructions": "two", "chatId": "b", "userId": "bob"}).result(t)
+	r := e.execute(map[string]any{"instructions": "three", "chatId": "c", "userId": "carol"})
+	if r.status != 429 || r.errorCode(t) != "BUDGET_EXCEEDED" {
+		t.Fatalf("a third userId after the caller's 220 tokens: %d %s, want 429 BUDGET_EXCEEDED", r.status, r.body)
+	}
+}
