@@ -194,12 +194,31 @@ func (e *Engine) hasRunning(list []jobs.Job) bool {
 	return false
 }
 
+// mayCancel says whether the sender of req may cancel job id of their
+// chat: the person who started it, or one whose role may approve tool
+// calls. Another member stopping someone's build is what a role is for.
+// An id the chat does not have is left for CancelJob to refuse.
+func (e *Engine) mayCancel(req dispatch.RequestContext, id string) bool {
+	if e.jobs == nil {
+		return true
+	}
+	for _, j := range e.jobs.List(req.ChatKey) {
+		if strings.EqualFold(j.ID, id) {
+			return j.Identity == identity(req) || e.gov.current().CanApprove(identity(req))
+		}
+	}
+	return true
+}
+
 // cancelCommand answers /cancel ID. The chat is told by the note the
 // cancelled job sends when it has stopped, so a success has no reply.
 func (e *Engine) cancelCommand(args string, req dispatch.RequestContext) string {
 	id, _, _ := strings.Cut(strings.TrimSpace(args), " ")
 	if id == "" {
 		return "Usage: /cancel ID (the ids are in /jobs)."
+	}
+	if !e.mayCancel(req, id) {
+		return fmt.Sprintf("Only whoever started job %s, or an approver, may cancel it.", strings.ToUpper(id))
 	}
 	_, err := e.CancelJob(req.ChatKey, id, who(req.Username, identity(req)))
 	switch {

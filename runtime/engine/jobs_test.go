@@ -134,6 +134,11 @@ func TestCancelledJobTellsTheChatAndBringsNoResult(t *testing.T) {
 	if reply, _ := h.engine.Command(context.Background(), "cancel", "J9", req); !strings.Contains(reply, "no job J9") {
 		t.Errorf("/cancel J9 = %q", reply)
 	}
+	other := req
+	other.UserID, other.Username = "u2", "mallory"
+	if reply, _ := h.engine.Command(context.Background(), "cancel", "j1", other); !strings.Contains(reply, "Only whoever started job J1, or an approver") {
+		t.Errorf("/cancel j1 by another member without a role = %q, want a refusal", reply)
+	}
 	if reply, _ := h.engine.Command(context.Background(), "cancel", "j1", req); reply != "" {
 		t.Errorf("/cancel j1 = %q, want no reply (the note follows)", reply)
 	}
