@@ -7,7 +7,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Error codes of the {"error":{"code","message"}} body (see README: HTTP API). Clients
+// Error codes of the {"error":{"code","message"}} body (see docs/api.md). Clients
 // branch on the code, so these strings are a contract.
 const (
 	codeInvalidInput     = "INVALID_INPUT"

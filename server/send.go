@@ -15,7 +15,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/turn"
 )
 
-// sendRequest is the body of POST /api/send (see README: HTTP API).
+// sendRequest is the body of POST /api/send (see docs/api.md).
 type sendRequest struct {
 	UserMessageID  *string    `json:"userMessageId"`
 	Message        *string    `json:"message"`

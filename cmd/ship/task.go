@@ -25,7 +25,7 @@ func newTaskCmd() *cobra.Command {
 		Use:   "task",
 		Short: "List the scheduled tasks, or run one now",
 		Long: `Scheduled tasks are files in dir/.ship/tasks/<name>.md: a cron schedule, the chat the results
-go to, and the instruction the agent runs at every slot (see README: Scheduled tasks).`,
+go to, and the instruction the agent runs at every slot (see docs/extensions.md: Scheduled tasks).`,
 	}
 	cmd.AddCommand(newTaskListCmd(), newTaskRunCmd())
 	return cmd
@@ -69,7 +69,7 @@ func listTasks(w io.Writer, dir string, now time.Time) error {
 		return fmt.Errorf("listing tasks: %w", err)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(w, "No scheduled tasks in %s (a task is a file <name>.md there; see README: Scheduled tasks).\n", folder)
+		fmt.Fprintf(w, "No scheduled tasks in %s (a task is a file <name>.md there; see docs/extensions.md: Scheduled tasks).\n", folder)
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -1,4 +1,4 @@
-// Package layout_test keeps the package graph the way the README draws it:
+// Package layout_test keeps the package graph the way docs/architecture.md draws it:
 // the core under runtime/ knows nothing of platforms, tools or the HTTP
 // server; platforms see the core only through the adapters contract and the
 // ingress and dispatch types; the queue knows nothing of what it carries.
