@@ -177,21 +177,9 @@ func New(opts Options) (*Server, error) {
 	}
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("GET /api/status", s.handleStatus)
-	mux.HandleFunc("POST /api/execute", s.handleExecute)
-	mux.HandleFunc("POST /api/send", s.handleSend)
-	mux.HandleFunc("GET /api/sse", s.handleSSE)
-	mux.HandleFunc("GET /api/sse/{key}", s.handleSSE)
-	mux.HandleFunc("GET /api/models", s.handleModels)
-	mux.HandleFunc("GET /api/tools", s.handleTools)
-	mux.HandleFunc("GET /api/chats", s.handleChats)
-	mux.HandleFunc("GET /api/chats/{chatKey}/messages", s.handleMessages)
-	mux.HandleFunc("GET /api/chats/{chatKey}/questions", s.handleQuestions)
-	mux.HandleFunc("POST /api/questions/{id}/answer", s.handleAnswer)
-	mux.HandleFunc("GET /api/files/{path...}", s.handleFile)
-	mux.HandleFunc("GET /api/tasks", s.handleTasks)
-	mux.HandleFunc("POST /api/tasks/{name}/run", s.handleRunTask)
+	for _, rt := range apiRoutes() {
+		mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+	}
 	if opts.Console {
 		c, err := console.New(console.Options{
 			Door: opts.Door, View: opts.View, Token: opts.Token, Version: opts.Version, Started: opts.Started,
