@@ -172,6 +172,45 @@ func TestEveryLinkResolves(t *testing.T) {
 	}
 }
 
+// TestEveryPageIsReachableFromTheReadme: a page of docs/ that no chain of
+// links from README.md reaches is a page nobody finds. A new page is
+// linked from the README's feature map or from a page it links to (an
+// operations page from docs/operations.md).
+func TestEveryPageIsReachableFromTheReadme(t *testing.T) {
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatalf("resolving %s: %v", p, err)
+		}
+		return a
+	}
+	readme := filepath.Join("..", "README.md")
+	reached := map[string]bool{abs(readme): true}
+	todo := []string{readme}
+	for len(todo) > 0 {
+		file := todo[0]
+		todo = todo[1:]
+		for _, line := range prose(t, file) {
+			for _, m := range linkTarget.FindAllStringSubmatch(line, -1) {
+				path, _, _ := strings.Cut(m[1], "#")
+				if path == "" || strings.Contains(path, "://") || !strings.HasSuffix(path, ".md") {
+					continue
+				}
+				dest := filepath.Join(filepath.Dir(file), filepath.FromSlash(path))
+				if !reached[abs(dest)] {
+					reached[abs(dest)] = true
+					todo = append(todo, dest)
+				}
+			}
+		}
+	}
+	for _, page := range manual(t)[1:] {
+		if !reached[abs(page)] {
+			t.Errorf("docs/%s is linked from nowhere that README.md leads to: add it to the feature map or a page's index", page)
+		}
+	}
+}
+
 // TestReadmeIsAFrontPage keeps README.md short enough to read first.
 func TestReadmeIsAFrontPage(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "README.md"))
