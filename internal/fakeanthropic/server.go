@@ -38,6 +38,9 @@ type Options struct {
 	// Now is the prompt cache's clock (time.Now when nil): a test moves
 	// it to see a cached prefix expire.
 	Now func() time.Time
+	// Models are the ids GET /v1/models lists (default claude-sonnet-4-5
+	// and claude-haiku-4-5); messages accept any model either way.
+	Models []string
 }
 
 // Server is a running fake. All methods are safe for concurrent use.
@@ -51,6 +54,8 @@ type Server struct {
 	reqIDs   atomic.Int64 // numbers req_fake<n>
 	messages atomic.Int64 // numbers msg_fake<n>
 	toolUses atomic.Int64 // numbers toolu_fake<n>
+	// modelLists counts GET /v1/models answered.
+	modelLists atomic.Int64
 }
 
 // Start starts a fake on 127.0.0.1 on a free port, answering with h
@@ -112,6 +117,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	if s.srv.Closing() {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "api_error",
 			message: "The server is shutting down."})
+		return
+	}
+	if req.URL.Path == modelsPath && req.Method == http.MethodGet {
+		s.serveModels(w, req)
 		return
 	}
 	if req.URL.Path != messagesPath || req.Method != http.MethodPost {

@@ -34,6 +34,9 @@ type Options struct {
 	// Now is the prompt cache's clock (time.Now when nil): a test moves
 	// it to see a cached prefix expire.
 	Now func() time.Time
+	// Models are the ids GET /v1/models lists (default gpt-4o-mini and
+	// gpt-4o); chat completions accept any model either way.
+	Models []string
 }
 
 // Server is a running fake. All methods are safe for concurrent use.
@@ -51,6 +54,7 @@ type Server struct {
 
 	completions atomic.Int64 // numbers chatcmpl-<n>
 	calls       atomic.Int64 // numbers call_<n>
+	modelLists  atomic.Int64 // GET /v1/models answered
 }
 
 // Start starts a fake on 127.0.0.1 on a free port, answering with h
@@ -114,6 +118,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 
 	if req.URL.Path == transcriptionPath {
 		s.serveTranscription(w, req)
+		return
+	}
+	if req.URL.Path == modelsPath {
+		s.serveModels(w, req)
 		return
 	}
 	if req.URL.Path != chatPath {

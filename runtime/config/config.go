@@ -63,6 +63,9 @@ type Config struct {
 	// clusterWritten says ship.json has a cluster section, whatever it
 	// holds: one without NATS settings is an error, not a single process.
 	clusterWritten bool
+	// adaptersWritten names the adapters sections ship.json has
+	// (credentials.go).
+	adaptersWritten map[string]bool
 }
 
 // ServerConfig is the HTTP API.
@@ -302,6 +305,10 @@ func decodeFile(raw []byte, lookup LookupEnv, cfg *Config) error {
 	}
 	if m, ok := tree.(map[string]any); ok {
 		_, cfg.clusterWritten = m["cluster"]
+		cfg.noteAdapters(m)
+	}
+	if err := checkSettings(tree); err != nil {
+		return err
 	}
 	expanded, err := json.Marshal(expand(tree, lookup))
 	if err != nil {
