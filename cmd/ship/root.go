@@ -36,7 +36,7 @@ Get started:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newInitCmd(), newStartCmd(), newChatCmd(), newVersionCmd())
-	root.AddCommand(newTaskCmd(), newExportCmd(), newUsageCmd())
+	root.AddCommand(newTaskCmd(), newExportCmd(), newUsageCmd(), newDoctorCmd())
 	return root
 }
 

@@ -167,6 +167,11 @@ func loadStartConfig(dir string, f startFlags) (config.Config, []string, error) 
 	if err := cfg.LLM.Validate(); err != nil {
 		return cfg, nil, err
 	}
+	// A platform set up in ship.json without its token would otherwise run
+	// as no platform at all, unnoticed.
+	if m := cfg.MissingCredentials(); len(m) > 0 {
+		return cfg, nil, fmt.Errorf("%w: %w — fix: %s", config.ErrInvalid, m[0], m[0].Fix())
+	}
 	weakTokens, err := cfg.Server.CheckExposure()
 	return cfg, weakTokens, err
 }
