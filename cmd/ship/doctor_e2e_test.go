@@ -297,3 +297,34 @@ func TestConfigTypoIsOneLineWithTheNearestName(t *testing.T) {
 		t.Errorf("doctor: exit %d:\n%s", code, stdout)
 	}
 }
+
+// A server without GET /v1/models gets a 1-token call through ship's own
+// model client instead; a refused key is named there too.
+func TestDoctorFallsBackToAOneTokenCall(t *testing.T) {
+	t.Parallel()
+	fake, err := fakeopenai.StartWithOptions(nil, fakeopenai.Options{APIKey: docModelKey, NoModelList: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	dir := initProject(t)
+	env := replaceEnv(modelEnv(fake), "LLM_API_KEY", docModelKey)
+	stdout, stderr, code := runShip(t, env, "doctor", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if r := doctorJSON(t, stdout)["model default"]; r.Level != "ok" || !strings.Contains(r.Detail, "1-token call was answered") {
+		t.Errorf("model default: %+v", r)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 1 || reqs[0].MaxTokens != 1 || reqs[0].Model != "fake" {
+		t.Errorf("the model saw %+v, want one call for 1 token of model fake", reqs)
+	}
+
+	const wrongKey = "sk-Wz5Qm8Xv3Lb7Tk2Np9"
+	stdout, stderr, code = runShip(t, replaceEnv(env, "LLM_API_KEY", wrongKey), "doctor", dir)
+	if code != 1 || !strings.Contains(stdout, "✗ model default: LLM_API_KEY (llm.apiKey) is refused by 127.0.0.1") {
+		t.Errorf("wrong key: exit %d\n%s", code, stdout)
+	}
+	noSecrets(t, stdout+stderr, []string{docModelKey, wrongKey})
+}

@@ -8,8 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/llm"
 )
@@ -34,7 +37,8 @@ func (e *keyRefusedError) Error() string { return "key refused (" + e.status + "
 // a token. langchaingo, which ship's turns go through, has no call for the
 // list, so it is plain net/http with the same headers langchaingo sends
 // (Authorization: Bearer for OpenAI-compatible services; x-api-key and
-// anthropic-version for Anthropic). Each service is asked once.
+// anthropic-version for Anthropic). Each service is asked once. A server
+// without the list gets a 1-token call through ship's own client instead.
 func checkModels(ctx context.Context, c llm.Config, client *http.Client) []checkResult {
 	type service struct{ provider, base, key string }
 	lists := map[service][]string{}
@@ -76,8 +80,7 @@ func checkModels(ctx context.Context, c llm.Config, client *http.Client) []check
 			out = append(out, fail(check, fmt.Sprintf("%s is refused by %s (%s)", keyVar, host, refused.status),
 				"copy the API key again from the provider's console into "+keyVar))
 		case errors.Is(err, errNoList):
-			out = append(out, warn(check, fmt.Sprintf("%s at %s: the server has no model list (GET /models); the key was not checked", what, host),
-				"send one message with `ship chat` to try the model"))
+			out = append(out, oneTokenCall(ctx, check, what, host, keyVar, m))
 		case err != nil:
 			out = append(out, fail(check, fmt.Sprintf("%s at %s: %v", what, host, err),
 				"check llm.baseUrl (LLM_BASE_URL) and that this machine reaches it"))
@@ -89,6 +92,38 @@ func checkModels(ctx context.Context, c llm.Config, client *http.Client) []check
 		}
 	}
 	return out
+}
+
+// statusCode finds the HTTP status in langchaingo's error ("API returned
+// unexpected status code: 401: …"); the rest of the text is not shown, as
+// OpenAI's 401 message quotes part of the key.
+var statusCode = regexp.MustCompile(`status code: (\d{3})`)
+
+// oneTokenCall asks the model for one token through ship's own client
+// (runtime/llm, langchaingo): for OpenAI-compatible servers without a
+// model list.
+func oneTokenCall(ctx context.Context, check, what, host, keyVar string, c llm.Config) checkResult {
+	model, err := llm.New(c)
+	if err == nil {
+		_, err = llms.GenerateFromSinglePrompt(ctx, model, "Say OK.", llms.WithMaxTokens(1))
+	}
+	if err == nil {
+		return pass(check, fmt.Sprintf("%s at %s: no model list, but a 1-token call was answered", what, host))
+	}
+	m := statusCode.FindStringSubmatch(err.Error())
+	switch {
+	case m != nil && (m[1] == "401" || m[1] == "403"):
+		return fail(check, fmt.Sprintf("%s is refused by %s (HTTP %s to a 1-token call)", keyVar, host, m[1]),
+			"copy the API key again from the provider's console into "+keyVar)
+	case m != nil:
+		return fail(check, fmt.Sprintf("%s at %s: a 1-token call got HTTP %s", what, host, m[1]),
+			"check the model name (llm.model or LLM_MODEL) and llm.baseUrl (LLM_BASE_URL)")
+	case ctx.Err() != nil:
+		return fail(check, fmt.Sprintf("%s at %s: no answer to a 1-token call in time", what, host),
+			"check that this machine reaches it, or give a longer --timeout")
+	}
+	return fail(check, fmt.Sprintf("%s at %s: a 1-token call failed", what, host),
+		"check llm.baseUrl (LLM_BASE_URL) and that this machine reaches it")
 }
 
 // errNoList is a provider without GET /models (404 or 405).

@@ -75,11 +75,19 @@ func StartWithOptions(h Handler, opts Options) (*Server, error) {
 		s.cache.now = time.Now
 	}
 	s.SetHandler(h)
-	srv, err := fakehttp.Start("fakeanthropic", http.HandlerFunc(s.serveHTTP))
+	// Requests wait until s.srv is set: the server's goroutines start
+	// before it, and a client in another process gives the race detector
+	// no order between the two.
+	ready := make(chan struct{})
+	srv, err := fakehttp.Start("fakeanthropic", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-ready
+		s.serveHTTP(w, r)
+	}))
 	if err != nil {
 		return nil, err
 	}
 	s.srv = srv
+	close(ready)
 	return s, nil
 }
 

@@ -37,6 +37,9 @@ type Options struct {
 	// Models are the ids GET /v1/models lists (default gpt-4o-mini and
 	// gpt-4o); chat completions accept any model either way.
 	Models []string
+	// NoModelList answers GET /v1/models with 404, as some
+	// OpenAI-compatible servers do that serve only chat completions.
+	NoModelList bool
 }
 
 // Server is a running fake. All methods are safe for concurrent use.
@@ -73,11 +76,19 @@ func StartWithOptions(h Handler, opts Options) (*Server, error) {
 	}
 	s.SetHandler(h)
 	s.SetTranscriber(nil)
-	srv, err := fakehttp.Start("fakeopenai", http.HandlerFunc(s.serveHTTP))
+	// Requests wait until s.srv is set: the server's goroutines start
+	// before it, and a client in another process gives the race detector
+	// no order between the two.
+	ready := make(chan struct{})
+	srv, err := fakehttp.Start("fakeopenai", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-ready
+		s.serveHTTP(w, r)
+	}))
 	if err != nil {
 		return nil, err
 	}
 	s.srv = srv
+	close(ready)
 	return s, nil
 }
 
@@ -120,7 +131,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		s.serveTranscription(w, req)
 		return
 	}
-	if req.URL.Path == modelsPath {
+	if req.URL.Path == modelsPath && !s.opts.NoModelList {
 		s.serveModels(w, req)
 		return
 	}
