@@ -328,3 +328,28 @@ func TestDoctorFallsBackToAOneTokenCall(t *testing.T) {
 	}
 	noSecrets(t, stdout+stderr, []string{docModelKey, wrongKey})
 }
+
+// A webhook left set while ship polls is reported: ship start deletes it,
+// and whatever received it stops receiving.
+func TestDoctorReportsAWebhookWhileShipPolls(t *testing.T) {
+	t.Parallel()
+	tg := startTelegram(t, docTelegramToken)
+	fake, err := fakeopenai.StartWithOptions(nil, fakeopenai.Options{Models: []string{"fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	resp, err := http.PostForm(tg.URL()+"/bot"+docTelegramToken+"/setWebhook", url.Values{"url": {"https://old.example.com/hook"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	dir := initProject(t)
+	stdout, stderr, code := runShip(t, append(modelEnv(fake), telegramEnv(tg, docTelegramToken)...), "doctor", dir)
+	if code != 0 || !strings.Contains(stdout, "! telegram webhook: a webhook is set (old.example.com) but ship polls: ship start deletes it") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if hook, _ := tg.Webhook(); hook == "" {
+		t.Error("doctor deleted the webhook: it must only look")
+	}
+}

@@ -29,7 +29,8 @@ groups, C2C) and an HTTP API. Every message is logged to .ship/chats before it i
 
 Get started:
   ship init mybot            # write Agent.md and ship.json
-  ship start mybot --offline # run with the built-in offline model`,
+  ship start mybot --offline # run with the built-in offline model
+  ship doctor mybot          # check the settings and every service they name`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
