@@ -287,7 +287,7 @@ func TestConfigTypoIsOneLineWithTheNearestName(t *testing.T) {
 	t.Parallel()
 	dir := initProject(t)
 	addToShipJSON(t, dir, map[string]any{"queue": map[string]any{"capcity": 5}})
-	want := `queue: unknown field "capcity" — did you mean "capacity"? (see docs/configuration.md#queue)`
+	want := `queue: unknown field "capcity" — did you mean "capacity"? (see docs/configuration.md#configuration)`
 	_, stderr, code := runShip(t, baseEnv(), "start", dir, "--offline")
 	if code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("start: exit %d, stderr %q", code, stderr)

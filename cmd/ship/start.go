@@ -56,7 +56,9 @@ dir/.ship and the agent's instructions in dir/Agent.md, wherever ship was starte
 
 The model comes from LLM_PROVIDER, LLM_MODEL, LLM_BASE_URL and LLM_API_KEY (or ship.json);
 --offline uses the built-in offline model, which needs no key and no network.
-A platform adapter starts when its credentials are set (e.g. TELEGRAM_BOT_TOKEN).
+A platform adapter starts when its credentials are set (e.g. TELEGRAM_BOT_TOKEN); a platform
+with a section in ship.json but no credentials stops start-up, unless its "enabled" is false.
+ship doctor checks all of it, and each service, before you start.
 
 SIGINT or SIGTERM stops intake, lets the running message finish and exits 0.`,
 		Example: `  ship start --offline

@@ -195,15 +195,36 @@ func editDistance(a, b string) int {
 	return d[len(a)][len(b)]
 }
 
+// sectionDocs is where each top-level section of ship.json is documented
+// (docs/configuration.md's "Where the other settings are").
+var sectionDocs = map[string]string{
+	"llm":      "docs/configuration.md#configuration",
+	"stt":      "docs/models.md#images-and-voice",
+	"files":    "docs/models.md#images-and-voice",
+	"server":   "docs/api.md#http-api",
+	"adapters": "docs/platforms.md#platforms",
+	"queue":    "docs/configuration.md#configuration",
+	"store":    "docs/configuration.md#configuration",
+	"history":  "docs/memory.md#summaries-instead-of-forgetting",
+	"memory":   "docs/memory.md#notes",
+	"limits":   "docs/memory.md#token-accounting-and-budgets",
+	"tools":    "docs/tools.md#tools-and-permissions",
+	"agents":   "docs/jobs.md#agent-profiles",
+	"mcp":      "docs/extensions.md#mcp-servers",
+	"skills":   "docs/extensions.md#skills",
+	"cluster":  "docs/cluster.md#running-as-a-cluster-nats-jetstream",
+	"log":      "docs/operations.md#logs",
+}
+
 // docsFor says where a setting is documented: its top-level section's
-// part of the configuration page.
+// page, or the list of sections for one that is not known.
 func docsFor(path string) string {
 	top, _, _ := strings.Cut(path, ".")
 	top, _, _ = strings.Cut(top, "[")
-	if top == "" {
-		return "docs/configuration.md"
+	if doc, ok := sectionDocs[strings.ToLower(top)]; ok {
+		return doc
 	}
-	return "docs/configuration.md#" + strings.ToLower(top)
+	return "docs/configuration.md#where-the-other-settings-are"
 }
 
 func join(path, key string) string {

@@ -2,8 +2,13 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -12,9 +17,9 @@ func noEnv(string) (string, bool) { return "", false }
 // and where it is documented; nothing is loaded.
 func TestUnknownSettingNamesSectionAndNearestName(t *testing.T) {
 	cases := map[string]string{
-		`{"queue": {"capcity": 5}}`:                    `ship.json: queue: unknown field "capcity" — did you mean "capacity"? (see docs/configuration.md#queue)`,
-		`{"qeueu": {}}`:                                `ship.json: unknown section "qeueu" — did you mean "queue"? (see docs/configuration.md)`,
-		`{"adapters": {"telegram": {"botTokn": "x"}}}`: `ship.json: adapters.telegram: unknown field "botTokn" — did you mean "botToken"?`,
+		`{"queue": {"capcity": 5}}`:                    `ship.json: queue: unknown field "capcity" — did you mean "capacity"? (see docs/configuration.md#configuration)`,
+		`{"qeueu": {}}`:                                `ship.json: unknown section "qeueu" — did you mean "queue"? (see docs/configuration.md#where-the-other-settings-are)`,
+		`{"adapters": {"telegram": {"botTokn": "x"}}}`: `ship.json: adapters.telegram: unknown field "botTokn" — did you mean "botToken"? (see docs/platforms.md#platforms)`,
 		`{"agents": {"helper": {"promt": "x"}}}`:       `ship.json: agents.helper: unknown field "promt" — did you mean "prompt"?`,
 		`{"server": {"tokens": [{"nmae": "a"}]}}`:      `ship.json: server.tokens[0]: unknown field "nmae" — did you mean "name"?`,
 		// Nothing close: the known names instead of a guess.
@@ -112,4 +117,46 @@ func TestEditDistanceCountsSwapsAsOne(t *testing.T) {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
 	}
+}
+
+// Every section's pointer leads to a heading that exists in docs/, and
+// every section of Config has one.
+func TestEverySectionPointsAtItsDocs(t *testing.T) {
+	heading := regexp.MustCompile(`(?m)^#{1,6} +(.+?)\s*$`)
+	for name := range jsonFields(reflect.TypeFor[Config]()) {
+		doc := docsFor(name)
+		if _, ok := sectionDocs[name]; !ok {
+			t.Errorf("section %q has no page in sectionDocs", name)
+		}
+		file, anchor, _ := strings.Cut(doc, "#")
+		raw, err := os.ReadFile(filepath.Join("..", "..", file))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		found := false
+		for _, m := range heading.FindAllStringSubmatch(string(raw), -1) {
+			if slug(m[1]) == anchor {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: %s has no heading #%s", name, file, anchor)
+		}
+	}
+}
+
+// slug is GitHub's anchor for a heading: lower case, punctuation dropped,
+// spaces as dashes.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
