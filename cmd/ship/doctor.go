@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -141,7 +143,7 @@ func runDoctor(ctx context.Context, dir string, timeout time.Duration) []checkRe
 		}
 		if err != nil {
 			return []checkResult{fail("config", scrubConfigError(err),
-				"correct the setting named above (ship start refuses to run until then)")}
+				"fix what this line names: ship start refuses to run until then")}
 		}
 	}
 	red := newRedactor(cfg.Secrets())
@@ -184,12 +186,32 @@ func runDoctor(ctx context.Context, dir string, timeout time.Duration) []checkRe
 	for _, rs := range out {
 		results = append(results, rs...)
 	}
-	// Whatever a service answered, no secret leaves through a detail.
+	// Whatever a service answered, no secret and no terminal control
+	// sequence leaves through a detail.
 	for i := range results {
-		results[i].Detail = red.text(results[i].Detail)
-		results[i].Fix = red.text(results[i].Fix)
+		results[i].Detail = printable(red.text(results[i].Detail))
+		results[i].Fix = printable(red.text(results[i].Fix))
 	}
 	return results
+}
+
+// maxDetail bounds a line: a service's error text can be a whole page.
+const maxDetail = 400
+
+// printable keeps s to one line of visible text: control characters
+// (escape sequences a hostile server could send to the terminal, newlines)
+// become spaces, and a long text is cut.
+func printable(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) > maxDetail {
+		s = string([]rune(s)[:maxDetail]) + "…"
+	}
+	return s
 }
 
 func configSource(cfg config.Config) string {
