@@ -133,7 +133,7 @@ func printDoctor(w io.Writer, results []checkResult, asJSON bool) error {
 // The live checks run side by side, each bounded by timeout, and are
 // reported in a fixed order.
 func runDoctor(ctx context.Context, dir string, timeout time.Duration) []checkResult {
-	cfg, _, err := loadStartConfig(dir, startFlags{})
+	cfg, weakTokens, err := loadStartConfig(dir, startFlags{})
 	if err != nil {
 		var miss config.MissingCredential
 		if errors.As(err, &miss) {
@@ -150,6 +150,11 @@ func runDoctor(ctx context.Context, dir string, timeout time.Duration) []checkRe
 	results := []checkResult{pass("config", fmt.Sprintf("%s loads and is valid", configSource(cfg)))}
 	for _, m := range cfg.MissingCredentials() {
 		results = append(results, fail(m.Platform, m.Error(), m.Fix()))
+	}
+	// What ship start warns about in its log.
+	for _, setting := range weakTokens {
+		results = append(results, warn("api token", setting+" is easy to guess: accepted on loopback only",
+			"make one with `openssl rand -hex 32`"))
 	}
 	results = append(results, checkState(cfg)...)
 
