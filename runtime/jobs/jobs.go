@@ -74,6 +74,9 @@ type Job struct {
 	CancelledBy string `json:"cancelledBy,omitempty"`
 	// Reported says an interrupted job's chat was told.
 	Reported bool `json:"reported,omitempty"`
+	// Lease is the job's lease (lease.go); nil in records from before
+	// leases.
+	Lease *Lease `json:"lease,omitempty"`
 }
 
 // Duration is how long the job ran (until now while it runs).
@@ -238,6 +241,7 @@ func (m *Manager) Start(spec Spec, timeout time.Duration, run func(ctx context.C
 	}
 	j := Job{ID: "J" + strconv.Itoa(m.next), ChatKey: spec.ChatKey, Route: spec.Route, Identity: spec.Identity,
 		Tool: spec.Tool, Label: spec.Label, State: Running, Started: m.opts.Now(), ExitCode: -1}
+	j.Lease = newLease(j.Started, timeout)
 	m.next++
 	ctx, cancel := context.WithTimeout(m.base, timeout)
 	e := &entry{job: j, cancel: cancel}
@@ -275,6 +279,12 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelFunc, e *entry, 
 	j.ExitCode = res.ExitCode
 	switch {
 	case j.State == Cancelled:
+	case leaseRanOut(ctx) && j.Lease != nil:
+		// Whatever the work made of its cancelled context, it was
+		// reclaimed: it failed.
+		l := *j.Lease
+		l.Expired = true
+		j.Lease, j.State = &l, Failed
 	case res.OK:
 		j.State = Done
 	default:
