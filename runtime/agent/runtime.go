@@ -150,10 +150,13 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 			log.Warn().Err(err).Msg("Agent.md unreadable; running without it")
 		}
 	}
-	mem, epoch, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
+	mem, epoch, built, err := r.sessions.history(ctx, in.ChatKey, in.Instructions, req.MessageID)
 	hist := mem.turns
 	if err != nil {
 		log.Warn().Err(err).Msg("history unavailable; running without it")
+	}
+	if built != nil && in.OnSession != nil {
+		in.OnSession(ctx, *built)
 	}
 
 	system := systemPrompt(agentText, stablePrompt(in.ChatKey, req, hasChannel))

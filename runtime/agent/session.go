@@ -84,22 +84,37 @@ func newSessions(limits HistoryLimits, store chat.Log) *sessions {
 // ChatStore when the chat is not in memory (after a restart or eviction).
 // currentText and currentID identify the message being handled, which is
 // already in the store and must not appear as history.
-func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) (chatMemory, uint64, error) {
+// built, when not nil, tells how a session was built for this call: nil
+// when the chat was in memory.
+func (ss *sessions) history(ctx context.Context, chatKey, currentText, currentID string) (mem chatMemory, epoch uint64, built *SessionBuilt, err error) {
 	ss.mu.Lock()
 	if el, ok := ss.m[chatKey]; ok {
 		ss.lru.MoveToFront(el)
 		s := el.Value.(*session)
 		mem := chatMemory{turns: append([]exchange(nil), s.turns...), summary: s.summary, pending: s.pending}
 		ss.mu.Unlock()
-		return mem, s.epoch, nil
+		return mem, s.epoch, nil, nil
 	}
 	ss.mu.Unlock()
 
-	turns, summary, err := ss.rebuild(ctx, chatKey, currentText, currentID)
+	turns, summary, existed, err := ss.rebuild(ctx, chatKey, currentText, currentID)
 	if err != nil {
-		return chatMemory{}, 0, err
+		return chatMemory{}, 0, nil, err
 	}
-	return chatMemory{turns: turns, summary: summary}, ss.replace(chatKey, turns, summary), nil
+	built = &SessionBuilt{Resumed: existed}
+	for _, t := range turns {
+		built.Restored += len(t)
+	}
+	return chatMemory{turns: turns, summary: summary}, ss.replace(chatKey, turns, summary), built, nil
+}
+
+// SessionBuilt says how a chat's in-memory session was built: Resumed
+// when its log already held entries before the message being handled
+// (a restart, an eviction), with Restored messages taken back into
+// history; otherwise the chat is new.
+type SessionBuilt struct {
+	Resumed  bool
+	Restored int
 }
 
 // chatMemory is what a run reads of its chat's history: the turns, the
@@ -113,9 +128,9 @@ type chatMemory struct {
 // rebuild reads a chat's history back from its log: the turns after the
 // last /clear, where the latest summary stands for the turns it covers
 // (all but its keptTurns before it).
-func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) ([]exchange, string, error) {
+func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID string) (turns []exchange, summary string, existed bool, err error) {
 	if ss.store == nil {
-		return nil, "", nil
+		return nil, "", false, nil
 	}
 	// The latest summary lies at most a block and a full history back.
 	// The log holds more than the conversation (tool calls, each run's
@@ -123,7 +138,7 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 	// that, and some.
 	entries, err := ss.store.Recent(ctx, chatKey, 4*ss.limits.MaxMessages+64)
 	if err != nil {
-		return nil, "", fmt.Errorf("rebuilding history of %s: %w", chatKey, err)
+		return nil, "", false, fmt.Errorf("rebuilding history of %s: %w", chatKey, err)
 	}
 	cut := len(entries)
 	for i := len(entries) - 1; i >= 0; i-- {
@@ -136,6 +151,7 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 			break
 		}
 	}
+	existed = cut > 0
 	// History starts after the last /clear: the user asked to forget it.
 	start := 0
 	for i := cut - 1; i >= 0; i-- {
@@ -157,15 +173,15 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 		if len(before) > kept {
 			before = before[len(before)-kept:]
 		}
-		return append(before, turnsOf(entries[i+1:])...), entries[i].Text, nil
+		return append(before, turnsOf(entries[i+1:])...), entries[i].Text, existed, nil
 	}
 	// No summary yet (or a chat from before summaries): the newest turns
 	// that fit, as the prompt always held.
-	turns := turnsOf(entries)
+	turns = turnsOf(entries)
 	for len(turns) > 1 && ss.over(turns, 1) {
 		turns = turns[1:]
 	}
-	return turns, "", nil
+	return turns, "", existed, nil
 }
 
 // turnsOf rebuilds the turns of log entries: each user message with the

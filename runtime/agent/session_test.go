@@ -61,7 +61,7 @@ func TestLeastRecentlyUsedChatsAreDropped(t *testing.T) {
 		ss.replace(fmt.Sprint(i), []exchange{userTurn("x", 0)}, "")
 	}
 	// Touch chat 2 so chat 3 is now the least recently used of {2, 3, 4}.
-	if _, _, err := ss.history(context.Background(), "2", "", ""); err != nil {
+	if _, _, _, err := ss.history(context.Background(), "2", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	ss.replace("5", []exchange{userTurn("x", 0)}, "")

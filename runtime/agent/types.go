@@ -49,6 +49,10 @@ type AgentRunInput struct {
 	// Prompt, when set, replaces Agent.md's text for this run (an agent
 	// profile's prompt file).
 	Prompt string
+	// OnSession, when set, hears that the chat's in-memory session was
+	// built for this run (it was not in memory): new, or resumed from the
+	// chat log. It is not called when the session was in memory.
+	OnSession func(ctx context.Context, s SessionBuilt)
 }
 
 // Step event types.

@@ -37,6 +37,9 @@ type runEvents struct {
 	// held says the run's output is held for its check (guardrail.go):
 	// its text is not shown as content until it passed; nil: never.
 	held func() bool
+	// agent and model name the run's agent profile and model in the
+	// session-plane events (session.go).
+	agent, model string
 }
 
 type replyStream struct {

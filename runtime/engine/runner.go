@@ -88,13 +88,16 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 
 	started := time.Now()
 	ev.started(job.Text)
+	ev.agent = profiles.DefaultName
 	if routed {
 		ev.routeDecided(route)
+		ev.agent = route.Profile.Name
 	}
 	if job.Notice != "" {
 		r.notice(ctx, job, log)
 	}
 	out := r.run(ctx, item, route.Profile.Prompt, ev, live, log)
+	ev.dispatchCompleted(ctx, out.Result, out.Err, time.Since(started))
 	r.recordUsage(ctx, item, out.Result, log)
 	out.Result.Artifacts, out.Result.Replies = ev.artifacts(), ev.delivered()
 	// A run cut short by shutdown leaves what it showed for its resumed
@@ -194,7 +197,9 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 	job := item.Value
 	audit := newAudit(r.Deliverer.Store, r.Redact, job.Route)
 	var replies dispatch.ReplyTexts
-	model, call, vision := r.pickModel(ctx, item.ChatKey, job, &log)
+	model, call, vision, name := r.pickModel(ctx, item.ChatKey, job, &log)
+	ev.model = name
+	ev.dispatchStarted(name, item.Enqueued)
 	// Streaming the answer from the model costs more than taking it whole
 	// (the /api/execute benchmark: about a quarter of a turn with the HTTP
 	// fake): ask for it only when someone sees it being written.
@@ -216,6 +221,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 		Preset:       job.Preset,
 		Files:        job.Files,
 		Prompt:       prompt,
+		OnSession:    ev.session,
 		OnStep: func(ctx context.Context, step agent.StepEvent) {
 			switch step.Type {
 			case agent.StepToolCallDelta:
@@ -269,17 +275,17 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 	return out
 }
 
-// pickModel returns the model, call options and whether the model takes
-// images, for a run (nil and none without a picker), and names the model
-// in the run's log lines.
-func (r *Runner) pickModel(ctx context.Context, chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions, *bool) {
+// pickModel returns the model, call options, whether the model takes
+// images and the model's name, for a run (nil and none without a picker),
+// and names the model in the run's log lines.
+func (r *Runner) pickModel(ctx context.Context, chatKey string, job ingress.Job, log *zerolog.Logger) (llms.Model, llm.CallOptions, *bool, string) {
 	if r.picker == nil {
-		return nil, job.Model.CallOptions, nil
+		return nil, job.Model.CallOptions, nil, ""
 	}
 	m, call := r.picker.forRun(ctx, chatKey, job.Model, *log)
 	*log = log.With().Str("model", m.Name).Logger()
 	vision := m.Config.VisionCapable()
-	return m.LLM, call, &vision
+	return m.LLM, call, &vision, m.Name
 }
 
 // runAgent runs the agent, unless the job already holds its whole answer

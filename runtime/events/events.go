@@ -49,6 +49,17 @@ const (
 	// interrupted).
 	TypeJobStarted  = "job_started"
 	TypeJobFinished = "job_finished"
+
+	// Seed 001's session plane (§9.1): session_created when a chat's
+	// in-memory session is first built and its log held nothing before,
+	// session_resumed when it is rebuilt from its log (after a restart or
+	// an eviction); dispatch_started when a turn (or a sub-agent) is
+	// handed to an agent run, dispatch_completed when that run ends.
+	// Their fields are in Session and Dispatch.
+	TypeSessionCreated    = "session_created"
+	TypeSessionResumed    = "session_resumed"
+	TypeDispatchStarted   = "dispatch_started"
+	TypeDispatchCompleted = "dispatch_completed"
 )
 
 // Event is one event of a run. Which fields are sent depends on Type; see
@@ -100,6 +111,40 @@ type Event struct {
 	// Skill names the skill whose output schema failed (guardrail_failed;
 	// TaskName names a task's).
 	Skill string
+
+	Session  *Session  // session_*
+	Dispatch *Dispatch // dispatch_*
+}
+
+// Session is a session_* event's own part. Agent names the agent profile
+// (or "sub-agent"), Restored how many messages session_resumed took
+// back from the chat log; JobID is set for a sub-agent's session.
+type Session struct {
+	Agent    string `json:"agent"`
+	Restored int    `json:"restoredMessages"`
+	JobID    string `json:"jobId,omitempty"`
+}
+
+// Dispatch is a dispatch_* event's own part. For a sub-agent, JobID,
+// ParentRequestID (the person's turn that started the chain), ParentJobID
+// (a nested one's starter), Depth and LeaseID say where it stands.
+type Dispatch struct {
+	Agent           string `json:"agent"`
+	Model           string `json:"model,omitempty"`
+	QueueWaitMS     int64  `json:"queueWaitMs"`
+	JobID           string `json:"jobId,omitempty"`
+	ParentRequestID string `json:"parentRequestId,omitempty"`
+	ParentJobID     string `json:"parentJobId,omitempty"`
+	Depth           int    `json:"depth,omitempty"`
+	LeaseID         string `json:"leaseId,omitempty"`
+
+	// dispatch_completed: Outcome is ok, failed, cancelled or timeout;
+	// Budget names the budget that stopped a sub-agent (steps, tokens).
+	Outcome    string `json:"outcome,omitempty"`
+	Budget     string `json:"budget,omitempty"`
+	DurationMS int64  `json:"durationMs"`
+	ToolCalls  int    `json:"toolCalls"`
+	Tokens     int    `json:"tokens"`
 }
 
 // Job is a background job as its events tell it.
@@ -227,6 +272,25 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case TypeJobStarted, TypeJobFinished:
 		if err := merge(m, e.Job); err != nil {
 			return nil, err
+		}
+	case TypeSessionCreated, TypeSessionResumed:
+		opt("requestId", e.TaskID)
+		if err := merge(m, e.Session); err != nil {
+			return nil, err
+		}
+	case TypeDispatchStarted, TypeDispatchCompleted:
+		opt("requestId", e.TaskID)
+		if e.Dispatch == nil {
+			break
+		}
+		if err := merge(m, e.Dispatch); err != nil {
+			return nil, err
+		}
+		if e.Type == TypeDispatchStarted {
+			// Only the end has these: a start is not "0 ms, no calls".
+			delete(m, "durationMs")
+			delete(m, "toolCalls")
+			delete(m, "tokens")
 		}
 	}
 	return json.Marshal(m)
