@@ -12,5 +12,6 @@ func subAgentOptions(cfg config.Config) *engine.SubAgentOptions {
 	if cfg.Tools.Agents.Off {
 		return nil
 	}
-	return &engine.SubAgentOptions{MaxDepth: cfg.Tools.Agents.MaxDepth, MaxPerRun: cfg.Tools.Agents.MaxPerRun}
+	a := cfg.Tools.Agents
+	return &engine.SubAgentOptions{MaxDepth: a.MaxDepth, MaxPerRun: a.MaxPerRun, MaxSteps: a.MaxSteps, MaxTokens: a.MaxTokens}
 }

@@ -359,6 +359,11 @@ func (l *loop) model() llms.Model {
 // (CacheReadInputTokens) its prompt cache: the prompt is all three.
 func (l *loop) countUsage(info map[string]any) { l.res.Usage = addUsage(l.res.Usage, usageOf(info)) }
 
+// UsageOf reads the token counts one model call reported in its
+// GenerationInfo, as a run counts them (a budget kept outside the run
+// counts the same way).
+func UsageOf(info map[string]any) Usage { return usageOf(info) }
+
 // usageOf reads the token counts of one model call (see countUsage).
 func usageOf(info map[string]any) Usage {
 	n := func(k string) int {

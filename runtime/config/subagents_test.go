@@ -28,3 +28,24 @@ func TestSubAgentsSection(t *testing.T) {
 		t.Errorf("an unknown field: %v", err)
 	}
 }
+
+func TestSubAgentBudgets(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, FileName, `{"tools": {"agents": {"maxSteps": 5, "maxTokens": 9000}}}`)
+	cfg, err := Load(dir, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Tools.Agents; a.MaxSteps != 5 || a.MaxTokens != 9000 {
+		t.Errorf("tools.agents = %+v", a)
+	}
+	for field, body := range map[string]string{
+		"tools.agents.maxSteps":  `{"tools": {"agents": {"maxSteps": 1000}}}`,
+		"tools.agents.maxTokens": `{"tools": {"agents": {"maxTokens": -1}}}`,
+	} {
+		write(t, dir, FileName, body)
+		if _, err := Load(dir, envOf(nil)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want an error naming %s", body, err, field)
+		}
+	}
+}

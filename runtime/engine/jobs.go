@@ -47,6 +47,9 @@ func (e *Engine) startJobs(m *jobs.Manager) {
 // publishJob puts a job event on the bus.
 func (e *Engine) publishJob(typ string, j jobs.Job) {
 	info := &events.Job{JobID: j.ID, Tool: j.Tool, Label: j.Label, State: string(j.State)}
+	if j.Lease != nil {
+		info.LeaseID, info.LeaseExpired = j.Lease.ID, j.Lease.Expired
+	}
 	if typ == events.TypeJobFinished {
 		code := j.ExitCode
 		info.ExitCode, info.DurationMS = &code, j.Duration(time.Now()).Milliseconds()
@@ -174,9 +177,9 @@ func (e *Engine) jobsCommand(req dispatch.RequestContext) string {
 		}
 		switch j.State {
 		case jobs.Running:
-			fmt.Fprintf(&b, "\n%s running for %s: %s", j.ID, now.Sub(j.Started).Round(time.Second), j.Label)
+			fmt.Fprintf(&b, "\n%s running for %s%s: %s", j.ID, now.Sub(j.Started).Round(time.Second), j.LeaseNote(now), j.Label)
 		default:
-			fmt.Fprintf(&b, "\n%s %s %s ago (exit %d): %s", j.ID, j.State, now.Sub(j.Ended).Round(time.Second), j.ExitCode, j.Label)
+			fmt.Fprintf(&b, "\n%s %s %s ago (exit %d%s): %s", j.ID, j.State, now.Sub(j.Ended).Round(time.Second), j.ExitCode, j.LeaseNote(now), j.Label)
 		}
 	}
 	if e.hasRunning(list) {

@@ -38,6 +38,10 @@ type SubAgentOptions struct {
 	MaxDepth int
 	// MaxPerRun bounds how many sub-agents one run may start (default 3).
 	MaxPerRun int
+	// MaxSteps and MaxTokens are each sub-agent's budgets of model calls
+	// and of tokens (input and output): the default and the most
+	// agent_spawn may ask for (defaults 12 and 60,000).
+	MaxSteps, MaxTokens int
 }
 
 // subScope is what the governor knows of a run about sub-agents: its
@@ -49,6 +53,11 @@ type subScope struct {
 	only    []string // nil: no list beyond the policy
 	parent  *subScope
 	spawned atomic.Int32
+	// brief is the sub-agent's brief, whitespace collapsed: a descendant
+	// with the same brief is a loop (seed 001's execution_chain).
+	brief string
+	// requestID is the person's turn that started the chain.
+	requestID string
 }
 
 // offers says whether a sub-agent run may use tool at all: never to talk
@@ -81,6 +90,8 @@ type spawnArgs struct {
 	Tools          []string `json:"tools"`
 	Model          string   `json:"model"`
 	TimeoutSeconds float64  `json:"timeoutSeconds"`
+	MaxSteps       int      `json:"maxSteps"`
+	MaxTokens      int      `json:"maxTokens"`
 }
 
 // spawnTool is agent_spawn: the engine's own tool, since a sub-agent is a
@@ -102,7 +113,9 @@ func (t *spawnTool) Definition() llms.FunctionDefinition {
 				"brief":          map[string]any{"type": "string", "description": "what the sub-agent should do, self-contained"},
 				"tools":          map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "tool names (or prefix* patterns) it may use; default: yours"},
 				"model":          map[string]any{"type": "string", "description": "a configured model's name; default: this chat's"},
-				"timeoutSeconds": map[string]any{"type": "number", "description": "how long it may run; default and maximum: the jobs' maximum"},
+				"timeoutSeconds": map[string]any{"type": "number", "description": "how long it may run (its lease); default and maximum: the jobs' maximum"},
+				"maxSteps":       map[string]any{"type": "integer", "description": "most model calls it may make; default and maximum: tools.agents.maxSteps"},
+				"maxTokens":      map[string]any{"type": "integer", "description": "most tokens (input + output) it may use; default and maximum: tools.agents.maxTokens"},
 			},
 			"required": []string{"brief"},
 		},
@@ -146,11 +159,19 @@ func (e *Engine) spawn(ctx context.Context, in spawnArgs) (jobs.Job, error) {
 	if parent != nil {
 		depth = parent.depth + 1
 	}
+	brief := strings.Join(strings.Fields(in.Brief), " ")
+	if a := parent.sameBrief(brief); a != nil {
+		return jobs.Job{}, fmt.Errorf("refused: this brief is the same as that of sub-agent %s, which this one descends from: a loop (seed 001's execution_chain); do the work yourself or report back", a.jobID)
+	}
 	if depth > e.sub.opts.MaxDepth {
 		return jobs.Job{}, fmt.Errorf("refused: a sub-agent here would be nested %d deep, and at most %d is allowed (tools.agents.maxDepth); do the work yourself", depth, e.sub.opts.MaxDepth)
 	}
 	if parent != nil && int(parent.spawned.Add(1)) > e.sub.opts.MaxPerRun {
 		return jobs.Job{}, fmt.Errorf("refused: this run already started %d sub-agents, the most one run may (tools.agents.maxPerRun)", e.sub.opts.MaxPerRun)
+	}
+	lim, err := e.sub.opts.budgetOf(in)
+	if err != nil {
+		return jobs.Job{}, err
 	}
 	if in.Model != "" {
 		if _, ok := e.picker.catalog.Get(in.Model); !ok {
@@ -161,25 +182,26 @@ func (e *Engine) spawn(ctx context.Context, in spawnArgs) (jobs.Job, error) {
 	route := sc.req
 	timeout := time.Duration(in.TimeoutSeconds * float64(time.Second))
 	label := fmt.Sprintf("%s %q", SubAgentTool, clip(strings.Join(strings.Fields(in.Brief), " "), 80))
+	reqID := chainRequest(parent, run)
 	// Start names the job only once it runs; the sub-agent waits for its
-	// name, which the audit needs.
-	ready := make(chan string, 1)
+	// name and lease, which the audit and the events need.
+	ready := make(chan jobs.Job, 1)
 	j, err := e.jobs.Start(jobs.Spec{ChatKey: route.ChatKey, Route: route, Identity: run.Identity, Tool: SubAgentTool, Label: label}, timeout,
 		func(jctx context.Context) jobs.Result {
-			var id string
+			var j jobs.Job
 			select {
-			case id = <-ready:
+			case j = <-ready:
 			case <-jctx.Done():
 				return jobs.Result{ExitCode: -1, Content: "stopped before it began"}
 			}
 			// The caller's own list (a sub-agent's) still applies: parent.
-			sub := &subScope{depth: depth, jobID: id, only: in.Tools, parent: parent}
-			return e.runSubAgent(jctx, sub, sc, run.Identity, in)
+			sub := &subScope{depth: depth, jobID: j.ID, only: in.Tools, parent: parent, brief: brief, requestID: reqID}
+			return e.runSubAgent(jctx, subRun{sub: sub, job: j, parent: sc, identity: run.Identity, in: in, budget: lim})
 		})
 	if err != nil {
 		return j, fmt.Errorf("starting the sub-agent: %w", err)
 	}
-	ready <- j.ID
+	ready <- j
 	return j, nil
 }
 
@@ -187,7 +209,8 @@ func (e *Engine) spawn(ctx context.Context, in spawnArgs) (jobs.Job, error) {
 // narrowed further, the brief as its message, its own history, its tool
 // calls in the parent chat's log naming it, and no reply of its own: its
 // final output is the job's result.
-func (e *Engine) runSubAgent(ctx context.Context, sub *subScope, parent runScope, identity string, in spawnArgs) jobs.Result {
+func (e *Engine) runSubAgent(ctx context.Context, r subRun) jobs.Result {
+	sub, parent, identity, in := r.sub, r.parent, r.identity, r.in
 	route := parent.req
 	run := dispatch.Run{Request: route, Refusals: &dispatch.Refusals{}}
 	e.gov.begin(&run, ingress.Job{Turn: turn.Turn{Identity: identity, Route: route}})
@@ -208,14 +231,32 @@ func (e *Engine) runSubAgent(ctx context.Context, sub *subScope, parent runScope
 	// Its own history: the parent chat's is not its to read or extend.
 	key := route.ChatKey + "#sub-" + sub.jobID
 	defer e.runtime.Forget(key)
-	ain := agent.AgentRunInput{ChatKey: key, Route: route, Instructions: in.Brief, OnStep: audit.step}
-	if e.picker != nil {
-		m, call := e.picker.forRun(ctx, route.ChatKey, llm.Override{Model: in.Model}, log)
-		ain.Model, ain.Call = m.LLM, call
+	var partial string // its latest text, what a stopped run leaves
+	ain := agent.AgentRunInput{ChatKey: key, Route: route, Instructions: in.Brief,
+		OnStep: func(ctx context.Context, step agent.StepEvent) {
+			if step.Type == agent.StepText {
+				partial = step.Text
+			}
+			audit.step(ctx, step)
+		},
+		OnSession: func(_ context.Context, s agent.SessionBuilt) { e.publishSub(r, sessionEvent(s, subAgentName, sub.jobID)) },
 	}
+	m, call := e.picker.forRun(ctx, route.ChatKey, llm.Override{Model: in.Model}, log)
+	bm := &budgetModel{inner: m.LLM, limit: r.budget}
+	ain.Model, ain.Call = bm, call
+	started := time.Now()
+	e.publishSub(r, r.dispatchStarted(m.Name))
 	res, err := e.runtime.Run(ctx, ain)
 	e.countSubAgent(ctx, route.ChatKey, turn.Turn{Identity: identity, Route: route}, res.Usage)
-	if err != nil {
+	var over *errBudget
+	errors.As(err, &over)
+	e.publishSub(r, r.dispatchCompleted(ctx, m.Name, res, err, over, time.Since(started)))
+	switch {
+	case over != nil:
+		steps, tokens := bm.spent()
+		log.Warn().Str("budget", over.which).Int("steps", steps).Int("tokens", tokens).Msg("sub-agent stopped by its budget")
+		return jobs.Result{ExitCode: 1, Content: e.sub.redact(budgetResult(over, partial))}
+	case err != nil:
 		log.Warn().Err(err).Msg("sub-agent run failed")
 		return jobs.Result{ExitCode: 1, Content: e.sub.redact(fmt.Sprintf("the sub-agent failed: %v", err))}
 	}
@@ -264,6 +305,12 @@ func newSubAgents(o *SubAgentOptions, jobsOn bool, redact func(string) string) *
 	}
 	if opts.MaxPerRun <= 0 {
 		opts.MaxPerRun = DefaultSubAgentPerRun
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultSubAgentSteps
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultSubAgentTokens
 	}
 	if redact == nil {
 		redact = func(s string) string { return s }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -166,6 +167,21 @@ func TestSubAgentCannotAskForApproval(t *testing.T) {
 	got := h.out.texts(key)
 	if countContaining(got, "a sub-agent cannot ask for or grant one") != 1 || countContaining(got, "Approval needed") != 0 {
 		t.Fatalf("the sub-agent's call needing approval was not refused: %q", got)
+	}
+	// Refused, not parked: no approval waits in the chat, and the refusal
+	// with its reason is in the chat's log, naming the sub-agent.
+	if pending, _ := h.engine.Pending(key); len(pending) != 0 {
+		t.Fatalf("an approval was parked for the sub-agent's call: %+v", pending)
+	}
+	var audited bool
+	for _, e := range h.entries(key) {
+		if e.Role == chat.RoleTool && e.Meta["tool"] == "exec_shell" && e.Meta["subAgent"] == "J1" && e.Meta["outcome"] == "policy_rejected" &&
+			strings.Contains(fmt.Sprint(e.Meta["output"]), "a sub-agent cannot ask for or grant one") {
+			audited = true
+		}
+	}
+	if !audited {
+		t.Fatalf("no audited refusal with its reason naming sub-agent J1 in %+v", h.entries(key))
 	}
 }
 

@@ -156,6 +156,10 @@ type Job struct {
 	// ExitCode and DurationMS are set on job_finished (-1: no exit code).
 	ExitCode   *int  `json:"exitCode,omitempty"`
 	DurationMS int64 `json:"durationMs,omitempty"`
+	// LeaseID is the job's lease (seed 001 §5.3), LeaseExpired says the
+	// job was reclaimed when it ran out (job_finished).
+	LeaseID      string `json:"leaseId,omitempty"`
+	LeaseExpired bool   `json:"leaseExpired,omitempty"`
 }
 
 // Artifact is a file a run sent into its chat, as the artifact event

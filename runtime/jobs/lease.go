@@ -40,3 +40,18 @@ func newLease(now time.Time, ttl time.Duration) *Lease {
 func leaseRanOut(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
+
+// LeaseNote is how /jobs shows the lease of job j at now: ", lease L… (Ns
+// left)" while it runs, ", lease L… expired" when it was reclaimed, ""
+// otherwise.
+func (j Job) LeaseNote(now time.Time) string {
+	switch {
+	case j.Lease == nil:
+		return ""
+	case j.Lease.Expired:
+		return ", lease " + j.Lease.ID + " expired"
+	case j.State == Running:
+		return ", lease " + j.Lease.ID + " " + max(j.Lease.Expires.Sub(now), 0).Round(time.Second).String() + " left"
+	}
+	return ""
+}
