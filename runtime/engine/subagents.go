@@ -239,7 +239,9 @@ func (e *Engine) runSubAgent(ctx context.Context, r subRun) jobs.Result {
 			}
 			audit.step(ctx, step)
 		},
-		OnSession: func(_ context.Context, s agent.SessionBuilt) { e.publishSub(r, sessionEvent(s, subAgentName, sub.jobID)) },
+		OnSession: func(_ context.Context, s agent.SessionBuilt) {
+			e.publishSub(r, sessionEvent(s, subAgentName, sub.jobID))
+		},
 	}
 	m, call := e.picker.forRun(ctx, route.ChatKey, llm.Override{Model: in.Model}, log)
 	bm := &budgetModel{inner: m.LLM, limit: r.budget}
