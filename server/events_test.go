@@ -153,9 +153,10 @@ func TestSendStreamsTheRunsEventsInOrder(t *testing.T) {
 			evs := sse.untilFinal(t)
 			// Unstreamed, the reply is shown once delivered: after the tool's
 			// answer. Streamed, it is shown while the model writes it.
-			want := "user_message_routed task_started ability_request tool_call ability_response tool_result content content-end task_completed"
+			// A new chat's session is created inside the run's dispatch.
+			want := "user_message_routed task_started dispatch_started session_created ability_request tool_call ability_response tool_result content content-end dispatch_completed task_completed"
 			if stream {
-				want = "user_message_routed task_started content content ability_request tool_call ability_response tool_result content-end task_completed"
+				want = "user_message_routed task_started dispatch_started session_created content content ability_request tool_call ability_response tool_result content-end dispatch_completed task_completed"
 			}
 			got := types(evs)
 			if !sameShape(got, want, stream) {

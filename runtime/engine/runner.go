@@ -97,7 +97,6 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		r.notice(ctx, job, log)
 	}
 	out := r.run(ctx, item, route.Profile.Prompt, ev, live, log)
-	ev.dispatchCompleted(ctx, out.Result, out.Err, time.Since(started))
 	r.recordUsage(ctx, item, out.Result, log)
 	out.Result.Artifacts, out.Result.Replies = ev.artifacts(), ev.delivered()
 	// A run cut short by shutdown leaves what it showed for its resumed
@@ -115,6 +114,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		// The run went on while another replica took the message over:
 		// that one answers, and says how it went.
 		log.Warn().Err(refused.Err).Msg("run ended here without sending; another replica answers this message")
+		ev.dispatchCompleted(ctx, out.Result, refused.Err, time.Since(started))
 		if job.OnDone != nil {
 			job.OnDone(ingress.Outcome{Result: out.Result, Err: refused.Err})
 		}
@@ -131,6 +131,8 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		// result) hears that the user did not get the answer.
 		out.Result.Success = false
 	}
+	// A reply that did not reach the user makes the run failed.
+	ev.dispatchCompleted(ctx, out.Result, out.Err, time.Since(started))
 	if undelivered && out.Err == nil {
 		// The run did its part, but the user is missing (part of) the
 		// answer: the run's watchers hear that, not "completed".
