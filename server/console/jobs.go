@@ -88,6 +88,15 @@ func (d jobsData) write(m *markup) {
 			m.el("span", state, "class", when(running, "tag"))
 			m.raw("<br>")
 			m.el("span", j.Duration(d.Now).Round(time.Second).String(), "class", "muted")
+			if j.Lease != nil {
+				// The job's lease (seed 001): its TTL is the timeout.
+				lease := "lease " + j.Lease.ID
+				if j.Lease.Expired {
+					lease += " expired"
+				}
+				m.raw("<br>")
+				m.el("span", lease, "class", "muted")
+			}
 			m.raw("</td><td>")
 			m.text(ago(j.Started))
 			m.raw("</td><td>")

@@ -100,7 +100,8 @@ func TestConsoleJobsPageCancelsUnderCSRFAndRole(t *testing.T) {
 	// refused.
 	viewer := browser("viewers")
 	status, page := viewer.do(http.MethodGet, "/jobs", "")
-	if status != http.StatusOK || !strings.Contains(page, j.ID) || !strings.Contains(page, "make &lt;all&gt;") || strings.Contains(page, "/cancel") {
+	if status != http.StatusOK || !strings.Contains(page, j.ID) || !strings.Contains(page, "make &lt;all&gt;") || strings.Contains(page, "/cancel") ||
+		!strings.Contains(page, "lease "+j.Lease.ID) {
 		t.Fatalf("viewer's Jobs page (%d):\n%s", status, page)
 	}
 	csrf := regexp.MustCompile(`X-CSRF-Token&#34;: &#34;([0-9a-f]{64})&#34;`).FindStringSubmatch(page)
