@@ -163,6 +163,13 @@ func TestE2ESubAgentInATelegramTopic(t *testing.T) {
 		})
 	}
 
+	// Still once each, now that every run of the test has ended.
+	for want, n := range map[string]int{"answer: [sub-agent J1": 1, "answer: [sub-agent J2": 1, "answer: [sub-agent J3": 1, denied: 1, refusal: 1} {
+		if got := count(want); got != n {
+			t.Errorf("%q shown %d times in the topic, want %d", want, got, n)
+		}
+	}
+
 	// After a restart the topic's session is resumed from its log.
 	p.stop(t, syscall.SIGTERM)
 	p = startShip(t, dir, env)
