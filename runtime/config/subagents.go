@@ -27,9 +27,11 @@ type SubAgentsConfig struct {
 const maxSubAgents = 10
 
 // Upper bounds of a sub-agent's budgets: a mistyped one must not let one
-// run spend without end.
+// run spend without end. Every run stops after 30 model calls anyway (the
+// agent runtime's step limit), so a larger step budget would promise what
+// no run gets.
 const (
-	maxSubAgentSteps  = 200
+	maxSubAgentSteps  = 30
 	maxSubAgentTokens = 10_000_000
 )
 

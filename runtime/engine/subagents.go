@@ -159,6 +159,10 @@ func (e *Engine) spawn(ctx context.Context, in spawnArgs) (jobs.Job, error) {
 	if parent != nil {
 		depth = parent.depth + 1
 	}
+	lim, err := e.sub.opts.budgetOf(in)
+	if err != nil {
+		return jobs.Job{}, err
+	}
 	brief := strings.Join(strings.Fields(in.Brief), " ")
 	if a := parent.sameBrief(brief); a != nil {
 		return jobs.Job{}, fmt.Errorf("refused: this brief is the same as that of sub-agent %s, which this one descends from: a loop (seed 001's execution_chain); do the work yourself or report back", a.jobID)
@@ -168,10 +172,6 @@ func (e *Engine) spawn(ctx context.Context, in spawnArgs) (jobs.Job, error) {
 	}
 	if parent != nil && int(parent.spawned.Add(1)) > e.sub.opts.MaxPerRun {
 		return jobs.Job{}, fmt.Errorf("refused: this run already started %d sub-agents, the most one run may (tools.agents.maxPerRun)", e.sub.opts.MaxPerRun)
-	}
-	lim, err := e.sub.opts.budgetOf(in)
-	if err != nil {
-		return jobs.Job{}, err
 	}
 	if in.Model != "" {
 		if _, ok := e.picker.catalog.Get(in.Model); !ok {
