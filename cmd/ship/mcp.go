@@ -7,6 +7,7 @@ import (
 
 	"github.com/shipmyagent/ship/runtime/agent"
 	"github.com/shipmyagent/ship/runtime/config"
+	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/mcp"
 	"github.com/shipmyagent/ship/tools/mcptools"
 )
@@ -19,20 +20,27 @@ type mcpServers struct {
 	toolbox *mcptools.Toolbox
 }
 
-// newMCP builds the MCP side; nothing connects before start.
-func newMCP(cfg config.Config, log zerolog.Logger) *mcpServers {
+// newMCP builds the MCP side; nothing connects before start. The calls a
+// server's "background" list names run as jobs of m (nil: jobs are off,
+// and they run in the turn), their labels redacted by redact.
+func newMCP(cfg config.Config, m *jobs.Manager, redact func(string) string, log zerolog.Logger) *mcpServers {
 	if len(cfg.MCP.Servers) == 0 {
 		return &mcpServers{}
 	}
 	log = log.With().Str("component", "mcp").Logger()
-	m := mcp.New(mcp.Options{
+	if m == nil && cfg.MCP.HasBackground() {
+		log.Warn().Msg("mcp: background jobs are off (tools.jobs.off), so the calls a server's \"background\" names run in the turn")
+	}
+	mgr := mcp.New(mcp.Options{
 		Servers: cfg.MCP.Servers, Dir: cfg.Dir,
 		// A stdio server is a child of ship like exec_shell's commands: it
 		// never sees ship's own secrets unless its env names them.
 		DropEnv: config.SecretEnv, Secrets: cfg.Secrets(),
 		Logger: log,
 	})
-	return &mcpServers{manager: m, toolbox: mcptools.New(m, log)}
+	return &mcpServers{manager: mgr, toolbox: mcptools.NewWith(mgr, log, mcptools.Options{
+		Jobs: m, Background: cfg.MCP.RunsInBackground, Redact: redact,
+	})}
 }
 
 // toolboxes is what engine.Options.Toolboxes takes.

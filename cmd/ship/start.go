@@ -211,7 +211,8 @@ type parts struct {
 	notes *memory.Store
 	// usage counts tokens per day, chat and person (.ship/usage/).
 	usage *usage.Tally
-	// jobs runs exec_shell's background jobs (jobs.go); nil when off.
+	// jobs runs background jobs (exec_shell's, MCP calls'; jobs.go); nil
+	// when off.
 	jobs *jobs.Manager
 }
 
@@ -242,7 +243,7 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 		// of start-up, and its outcome is logged either way.
 		go p.shell.CheckSandbox(context.Background())
 	}
-	p.mcp = newMCP(cfg, log)
+	p.mcp = newMCP(cfg, p.jobs, p.shell.Redact, log)
 	return p, nil
 }
 

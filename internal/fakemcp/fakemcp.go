@@ -7,7 +7,8 @@
 // resource), fail {message} (an isError result), getenv {name} and cwd
 // (what a stdio child sees), add_tool {name} (adds an echo-like tool at run
 // time, which makes the SDK send notifications/tools/list_changed), and
-// ping (input schema {"type":"object"} exactly, with no "properties", as
+// build_wait {name} (waits until Release(name) or its cancellation, which
+// it records: block.go), and ping (input schema {"type":"object"} exactly, with no "properties", as
 // MCP allows for a tool without arguments; it answers "pong").
 //
 // It comes in two forms: StartHTTP serves streamable HTTP in process (an
@@ -36,7 +37,8 @@ type Options struct {
 // Server is the fake: the SDK's server with the fake's tools.
 type Server struct {
 	*mcp.Server
-	opts Options
+	opts  Options
+	gates *gates
 }
 
 // PNG is the image the image tool returns: a 1×1 transparent PNG.
@@ -75,7 +77,8 @@ type none struct{}
 
 // New returns the fake server with its tools.
 func New(opts Options) *Server {
-	s := &Server{Server: mcp.NewServer(&mcp.Implementation{Name: "fakemcp", Version: "1.0.0"}, nil), opts: opts}
+	s := &Server{Server: mcp.NewServer(&mcp.Implementation{Name: "fakemcp", Version: "1.0.0"}, nil), opts: opts, gates: newGates()}
+	s.addBlocking()
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "echo", Description: "Echo the text back."}, echo)
 	mcp.AddTool(s.Server, &mcp.Tool{Name: "add", Description: "Add two numbers."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {

@@ -26,6 +26,10 @@ type MCPServer struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// TimeoutSeconds bounds one tool call; 0 → DefaultMCPCallTimeout.
 	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	// Background names the server's tools (its own names; "build_*" is a
+	// prefix) whose calls always run as background jobs, bounded by
+	// tools.jobs rather than TimeoutSeconds.
+	Background []string `json:"background,omitempty"`
 }
 
 // DefaultMCPCallTimeout bounds a tool call of a server without
@@ -87,6 +91,9 @@ func (s MCPServer) validate(name string) error {
 	if s.TimeoutSeconds < 0 || s.TimeoutSeconds > maxMCPTimeoutSeconds {
 		return fmt.Errorf("%w: %s.timeoutSeconds is %d; it must be between 1 and %d (default %d)",
 			ErrInvalid, where, s.TimeoutSeconds, maxMCPTimeoutSeconds, int(DefaultMCPCallTimeout/time.Second))
+	}
+	if err := validBackground(s.Background); err != nil {
+		return fmt.Errorf("%w: %s.background: %w", ErrInvalid, where, err)
 	}
 	if s.Command != "" {
 		if len(s.Headers) > 0 {

@@ -202,7 +202,20 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args json.R
 	if !ok {
 		return Result{}, fmt.Errorf("there is no mcp server %q", server)
 	}
-	return s.call(ctx, tool, args)
+	return s.call(ctx, tool, args, s.timeout)
+}
+
+// CallToolWithin is CallTool bounded by timeout instead of the server's
+// timeoutSeconds: a call run as a background job has the job's timeout.
+func (m *Manager) CallToolWithin(ctx context.Context, server, tool string, args json.RawMessage, timeout time.Duration) (Result, error) {
+	s, ok := m.servers[server]
+	if !ok {
+		return Result{}, fmt.Errorf("there is no mcp server %q", server)
+	}
+	if timeout <= 0 {
+		timeout = s.timeout
+	}
+	return s.call(ctx, tool, args, timeout)
 }
 
 // clip cuts s to n bytes at a rune boundary, saying so.

@@ -238,7 +238,7 @@ func (s *server) toolList() []Tool {
 }
 
 // call runs one tool call on the current session.
-func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (Result, error) {
+func (s *server) call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration) (Result, error) {
 	s.mu.Lock()
 	sess, state, lastErr, broken := s.sess, s.state, s.lastErr, s.brokenOnce
 	s.mu.Unlock()
@@ -252,7 +252,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (R
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	started := time.Now()
 	res, err := sess.CallTool(callCtx, &sdk.CallToolParams{Name: tool, Arguments: args})
@@ -264,8 +264,8 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (R
 	case ctx.Err() != nil:
 		return Result{}, fmt.Errorf("calling %s on mcp server %s: %w", tool, s.name, ctx.Err())
 	case callCtx.Err() != nil:
-		log.Warn().Dur("timeout", s.timeout).Msg("mcp tool call timed out")
-		return Result{}, fmt.Errorf("mcp server %s did not answer %s within %s; try later, or ask for less", s.name, tool, s.timeout)
+		log.Warn().Dur("timeout", timeout).Msg("mcp tool call timed out")
+		return Result{}, fmt.Errorf("mcp server %s did not answer %s within %s; try later, or ask for less", s.name, tool, timeout)
 	case errors.As(err, &rpcErr) && !localCode(rpcErr.Code) && !errors.Is(err, sdk.ErrConnectionClosed):
 		// The server is fine; it said no (unknown tool, bad arguments).
 		return Result{}, fmt.Errorf("mcp server %s refused the call to %s: %s", s.name, tool, s.redact.text(rpcErr.Message))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -26,6 +27,10 @@ func (s *source) Tools() []mcp.Tool {
 func (s *source) CallTool(_ context.Context, server, tool string, args json.RawMessage) (mcp.Result, error) {
 	s.last = server + "/" + tool + " " + string(args)
 	return s.res, s.err
+}
+
+func (s *source) CallToolWithin(ctx context.Context, server, tool string, args json.RawMessage, _ time.Duration) (mcp.Result, error) {
+	return s.CallTool(ctx, server, tool, args)
 }
 
 func TestCallResults(t *testing.T) {

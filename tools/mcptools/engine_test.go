@@ -25,6 +25,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/mcp"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -52,12 +53,17 @@ type outbox struct {
 	mu   sync.Mutex
 	msgs []string
 	code chan string // approval codes, from the Approve buttons
+	sent chan string // every message sent, for tests that wait for one
 }
 
 func (o *outbox) SendText(_ context.Context, _ dispatch.RequestContext, text string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.msgs = append(o.msgs, text)
+	select {
+	case o.sent <- text:
+	default: // a test that does not read them
+	}
 	return nil
 }
 
@@ -90,7 +96,23 @@ func newRig(t *testing.T, toolPolicy string) *rig {
 // newRigWith is an engine whose MCP server "fake" is srv.
 func newRigWith(t *testing.T, toolPolicy string, srv config.MCPServer) *rig {
 	t.Helper()
-	r := &rig{t: t, out: &outbox{code: make(chan string, 4)}}
+	return buildRig(t, rigOptions{policy: toolPolicy, srv: srv, script: calls})
+}
+
+// rigOptions are what buildRig varies.
+type rigOptions struct {
+	policy string
+	srv    config.MCPServer
+	script fakeopenai.Handler
+	// jobs, when set, runs background jobs: those of the calls that
+	// srv.Background names.
+	jobs *jobs.Manager
+}
+
+func buildRig(t *testing.T, o rigOptions) *rig {
+	t.Helper()
+	toolPolicy, srv := o.policy, o.srv
+	r := &rig{t: t, out: &outbox{code: make(chan string, 4), sent: make(chan string, 64)}}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 
 	m := mcp.New(mcp.Options{Servers: map[string]config.MCPServer{"fake": srv}, Dir: t.TempDir(), Logger: log})
@@ -109,7 +131,7 @@ func newRigWith(t *testing.T, toolPolicy string, srv config.MCPServer) *rig {
 		}
 	}
 
-	fake, err := fakeopenai.Start(calls)
+	fake, err := fakeopenai.Start(o.script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +147,11 @@ func newRigWith(t *testing.T, toolPolicy string, srv config.MCPServer) *rig {
 	}
 	dir := t.TempDir()
 	eng, err := engine.New(engine.Options{
-		Tools:         tools.Default,
-		Toolboxes:     []agent.Toolbox{mcptools.New(m, log)},
+		Tools: tools.Default,
+		Toolboxes: []agent.Toolbox{mcptools.NewWith(m, log, mcptools.Options{
+			Jobs: o.jobs, Background: config.MCPConfig{Servers: map[string]config.MCPServer{"fake": srv}}.RunsInBackground,
+		})},
+		Jobs:          o.jobs,
 		Policy:        func() *policy.Policy { return pol },
 		ApprovalsPath: filepath.Join(dir, "approvals.json"),
 		ChatsDir:      filepath.Join(dir, "chats"),

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms"
@@ -21,17 +22,27 @@ import (
 type Source interface {
 	Tools() []mcp.Tool
 	CallTool(ctx context.Context, server, tool string, args json.RawMessage) (mcp.Result, error)
+	// CallToolWithin is CallTool with its own timeout (a background
+	// job's) instead of the server's.
+	CallToolWithin(ctx context.Context, server, tool string, args json.RawMessage, timeout time.Duration) (mcp.Result, error)
 }
 
 // Toolbox is the agent.Toolbox of the MCP servers' tools.
 type Toolbox struct {
-	src Source
-	log zerolog.Logger
+	src  Source
+	log  zerolog.Logger
+	opts Options
 }
 
-// New returns the toolbox of src's tools.
+// New returns the toolbox of src's tools; every call runs in the turn.
 func New(src Source, log zerolog.Logger) *Toolbox {
 	return &Toolbox{src: src, log: log}
+}
+
+// NewWith returns the toolbox of src's tools, the calls that
+// opts.Background names running as background jobs.
+func NewWith(src Source, log zerolog.Logger, opts Options) *Toolbox {
+	return &Toolbox{src: src, log: log, opts: opts}
 }
 
 // Tools implements agent.Toolbox: one tool per MCP tool the servers offer
@@ -41,7 +52,7 @@ func (b *Toolbox) Tools() []agent.Tool {
 	_, names := newTable(list)
 	out := make([]agent.Tool, 0, len(list))
 	for i, t := range list {
-		out = append(out, &Tool{src: b.src, tool: t, log: b.log, def: llms.FunctionDefinition{
+		out = append(out, &Tool{src: b.src, tool: t, log: b.log, bg: b.background(t), def: llms.FunctionDefinition{
 			Name:        names[i],
 			Description: description(t),
 			Parameters:  parameters(t.InputSchema),
@@ -63,6 +74,8 @@ type Tool struct {
 	tool mcp.Tool
 	def  llms.FunctionDefinition
 	log  zerolog.Logger
+	// bg runs every call as a background job; nil runs it in the turn.
+	bg *background
 }
 
 // Definition implements agent.Tool.
@@ -75,7 +88,15 @@ func (t *Tool) PolicyName() string { return PolicyName(t.tool.Server, t.tool.Nam
 // that failed, a server that is down or slow gives a failed result that
 // says so.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) agent.ToolResult {
+	if t.bg != nil {
+		return t.startJob(ctx, args)
+	}
 	res, err := t.src.CallTool(ctx, t.tool.Server, t.tool.Name, args)
+	return t.result(res, err)
+}
+
+// result words a call's outcome for the model.
+func (t *Tool) result(res mcp.Result, err error) agent.ToolResult {
 	switch {
 	case err != nil:
 		t.log.Warn().Str("tool", t.PolicyName()).Str("server", t.tool.Server).Str("error", err.Error()).Msg("mcp tool call did not complete")
