@@ -19,10 +19,15 @@ type gates struct {
 	cancelled chan string
 	// noticed gets one value per notifications/cancelled received.
 	noticed chan struct{}
+	// stop ends every waiting call when the fake closes: a session that
+	// closes waits for its calls, and a test's clean-up must not hang on
+	// one whose cancellation raced the close.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 func newGates() *gates {
-	return &gates{open: map[string]chan string{}, entered: make(chan string, 16), cancelled: make(chan string, 16), noticed: make(chan struct{}, 16)}
+	return &gates{open: map[string]chan string{}, entered: make(chan string, 16), cancelled: make(chan string, 16), noticed: make(chan struct{}, 16), stop: make(chan struct{})}
 }
 
 func (g *gates) gate(name string) chan string {
@@ -59,6 +64,8 @@ func (s *Server) addBlocking() {
 			case <-ctx.Done():
 				g.cancelled <- in.Name
 				return nil, nil, ctx.Err()
+			case <-g.stop:
+				return nil, nil, fmt.Errorf("the server is closing")
 			}
 		})
 	s.Server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -89,3 +96,6 @@ func (s *Server) CancelNoticed() <-chan struct{} { return s.gates.noticed }
 func (s *Server) Release(name, detail string) {
 	s.gates.gate(name) <- fmt.Sprintf("built %s: %s", name, detail)
 }
+
+// stopWaiting ends every build_wait call, now and later.
+func (g *gates) stopWaiting() { g.stopOnce.Do(func() { close(g.stop) }) }

@@ -76,6 +76,7 @@ func (h *HTTP) Hits() int {
 
 // Close stops the server.
 func (h *HTTP) Close() {
+	h.gates.stopWaiting()
 	h.srv.CloseClientConnections()
 	h.srv.Close()
 }
