@@ -33,6 +33,8 @@ func (p *plainChat) run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stop := p.showJobs(ctx)
+	defer stop()
 	inputs := readInputs(ctx, p.in)
 	for {
 		var in input
@@ -51,6 +53,29 @@ func (p *plainChat) run(ctx context.Context) error {
 		if fatal != nil || quit {
 			return fatal
 		}
+	}
+}
+
+// showJobs prints the chat's job lines to out while the session lasts,
+// between the lines of the turns. It waits (at most healthTimeout) for the
+// event stream to open, so a job the first turn starts is seen; stop ends
+// the watch and waits for it.
+func (p *plainChat) showJobs(ctx context.Context) (stop func()) {
+	lw := &lineWriter{w: p.out}
+	p.out = lw
+	ctx, cancel := context.WithCancel(ctx)
+	ready, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		p.watchJobs(ctx, lw.line, ready, p.sleep, p.jitter)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(healthTimeout):
+	}
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

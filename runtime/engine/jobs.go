@@ -52,7 +52,7 @@ func (e *Engine) publishJob(typ string, j jobs.Job) {
 	}
 	if typ == events.TypeJobFinished {
 		code := j.ExitCode
-		info.ExitCode, info.DurationMS = &code, j.Duration(time.Now()).Milliseconds()
+		info.ExitCode, info.DurationMS, info.CancelledBy = &code, j.Duration(time.Now()).Milliseconds(), j.CancelledBy
 	}
 	e.events.Publish(events.Event{Type: typ, Timestamp: time.Now().UnixMilli(), ChatKey: j.ChatKey, Channel: j.Route.Channel, Job: info})
 }

@@ -160,6 +160,8 @@ type Job struct {
 	// job was reclaimed when it ran out (job_finished).
 	LeaseID      string `json:"leaseId,omitempty"`
 	LeaseExpired bool   `json:"leaseExpired,omitempty"`
+	// CancelledBy names who cancelled it (job_finished, state cancelled).
+	CancelledBy string `json:"cancelledBy,omitempty"`
 }
 
 // Artifact is a file a run sent into its chat, as the artifact event
