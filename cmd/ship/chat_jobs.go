@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,21 @@ func (s chatSession) watchJobs(ctx context.Context, show func(string), ready cha
 		if sleep(ctx, backoffDelay(attempt, jitter)) != nil {
 			return
 		}
+	}
+}
+
+// showJobs prints the chat's job lines above the UI, as tool lines are,
+// until stop is called or ctx ends.
+func (m *chatModel) showJobs(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.s.watchJobs(ctx, func(l string) { m.out.println(m.st.notice.Render(l)) }, make(chan struct{}), sleepCtx, rand.Float64)
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

@@ -99,6 +99,8 @@ func runChatTUI(ctx context.Context, s chatSession, in, out *os.File, st *shipcl
 	printCtx, stopPrinter := context.WithCancel(ctx)
 	defer stopPrinter()
 	go m.out.run(printCtx, prog)
+	stopJobs := m.showJobs(printCtx)
+	defer stopJobs()
 
 	m.out.println(m.st.dim.Render(fmt.Sprintf("ship chat · %s · chat %s · /help for commands", s.url, s.chatID)))
 	if st != nil {
