@@ -8,6 +8,7 @@ package mcptools_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,13 @@ func newJobRig(t *testing.T, toolPolicy string, perChat int) *jobRig {
 	t.Helper()
 	web := fakemcp.StartHTTP(fakemcp.HTTPOptions{})
 	t.Cleanup(web.Close)
-	m, err := jobs.Open(jobs.Options{PerChat: perChat})
+	return newJobRigOn(t, toolPolicy, web, jobs.Options{PerChat: perChat})
+}
+
+// newJobRigOn is newJobRig with the given server and jobs.
+func newJobRigOn(t *testing.T, toolPolicy string, web *fakemcp.HTTP, opts jobs.Options) *jobRig {
+	t.Helper()
+	m, err := jobs.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,4 +230,28 @@ func TestBackgroundMCPCallWaitsForApprovalBeforeItStarts(t *testing.T) {
 	}
 	r.web.Release("b6", "ok")
 	r.sentUntil("job reported:")
+}
+
+func TestBackgroundMCPCallRunningWhenShipStopsIsReportedAsInterrupted(t *testing.T) {
+	web := fakemcp.StartHTTP(fakemcp.HTTPOptions{})
+	t.Cleanup(web.Close)
+	path := filepath.Join(t.TempDir(), "jobs.json")
+	before := newJobRigOn(t, allowFake, web, jobs.Options{Path: path})
+	before.ask("1", "m1", "u1", `call mcp__fake__build_wait {"name":"b7"}`)
+	receive(t, web.Entered(), "the call to reach the server")
+	// Ship stops with the call running: its record stays "running".
+	_, _ = before.eng.Close(context.Background())
+
+	after := newJobRigOn(t, allowFake, web, jobs.Options{Path: path})
+	after.eng.Recover(context.Background())
+	notes := after.sentUntil("was interrupted when ship stopped")
+	if !strings.Contains(notes[len(notes)-1], "Job J1 (mcp.fake.build_wait") {
+		t.Errorf("the note: %q", notes[len(notes)-1])
+	}
+	if got := after.eng.Jobs("telegram:chat:1"); len(got) != 1 || got[0].State != jobs.Interrupted || !got[0].Reported {
+		t.Errorf("jobs after the restart %+v", got)
+	}
+	if n := after.jobTurns(); n != 0 {
+		t.Errorf("%d turns carried a result of the interrupted call", n)
+	}
 }
