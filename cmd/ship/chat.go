@@ -41,6 +41,8 @@ func newChatCmd() *cobra.Command {
 		Long: `chat is a terminal client for a running ship (see ship start). Each message you send is a
 turn in the API chat --chat (chatKey api:chat:<chat>): the reply streams in as the model writes it,
 each tool call shows as one line, and a metrics line (time, tool calls, tokens) ends the turn.
+The chat's background jobs show a line when they start and when they end ("⚙ job J3 done after
+20s (exit 0)"), read from the chat's event stream.
 
 In a terminal: Enter sends, Alt+Enter or Ctrl+J adds a line (so does a line ending with \),
 Up/Down recall earlier input, Esc stops waiting for a reply, Ctrl+C quits. When the server goes
