@@ -42,7 +42,7 @@ func TestStatusShowsEachMCPServer(t *testing.T) {
 		t.Fatalf("mcp = %v", list)
 	}
 	missing, web := list[0].(map[string]any), list[1].(map[string]any)
-	if web["name"] != "web" || web["transport"] != "http" || web["state"] != "ready" || web["tools"] != float64(11) {
+	if web["name"] != "web" || web["transport"] != "http" || web["state"] != "ready" || web["tools"] != float64(12) {
 		t.Errorf("web = %v", web)
 	}
 	if s, _ := web["since"].(string); len(s) < 20 {
