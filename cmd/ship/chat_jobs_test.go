@@ -114,3 +114,36 @@ func TestWatchJobsResumesAfterADrop(t *testing.T) {
 		t.Errorf("backoff %v, want 1s after each stream that was up", delays)
 	}
 }
+
+// TestTUIPrintsJobLines: the terminal UI prints the chat's job lines
+// above itself, as it prints tool lines.
+func TestTUIPrintsJobLines(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 1\ndata: {\"type\":\"job_started\",\"chatKey\":\"api:chat:cli\",\"jobId\":\"J2\",\"label\":\"mcp.ci.build_all `{}`\",\"state\":\"running\"}\n\n")
+		fmt.Fprint(w, "id: 2\ndata: {\"type\":\"job_finished\",\"chatKey\":\"api:chat:cli\",\"jobId\":\"J2\",\"state\":\"cancelled\",\"cancelledBy\":\"al\",\"exitCode\":-1,\"durationMs\":2000}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	client, err := shipclient.New(shipclient.Options{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &chatModel{s: chatSession{client: client, chatKey: "api:chat:cli"}, out: newPrinter(), st: newTUIStyles()}
+	stop := m.showJobs(context.Background())
+	var printed []string
+	for len(printed) < 2 {
+		select {
+		case <-m.out.wake:
+			printed = append(printed, m.out.take()...)
+		case <-time.After(15 * time.Second):
+			t.Fatalf("printed %q, want two job lines", printed)
+		}
+	}
+	stop()
+	want := "⚙ job J2 started: mcp.ci.build_all `{}`\n⚙ job J2 cancelled by al after 2s"
+	if got := strings.Join(printed, "\n"); !strings.Contains(got, "⚙ job J2 started: mcp.ci.build_all `{}`") || !strings.Contains(got, "⚙ job J2 cancelled by al after 2s") {
+		t.Errorf("printed %q, want the lines of %q", got, want)
+	}
+}

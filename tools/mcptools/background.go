@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,7 +64,12 @@ func (t *Tool) startJob(ctx context.Context, args json.RawMessage) agent.ToolRes
 	}
 	run, _ := dispatch.RunFrom(ctx)
 	args = append(json.RawMessage(nil), args...) // the job outlives the turn's buffers
-	label := fmt.Sprintf("%s `%s`", t.PolicyName(), clipText(t.bg.redact(string(args)), labelArgs))
+	shown := string(args)
+	var compact bytes.Buffer
+	if json.Compact(&compact, args) == nil {
+		shown = compact.String() // one line, as /jobs shows it
+	}
+	label := fmt.Sprintf("%s `%s`", t.PolicyName(), clipText(t.bg.redact(shown), labelArgs))
 	timeout := t.bg.jobs.MaxDuration()
 	job, err := t.bg.jobs.Start(jobs.Spec{ChatKey: route.ChatKey, Route: route, Identity: run.Identity, Tool: t.PolicyName(), Label: label},
 		timeout, func(jctx context.Context) jobs.Result {
