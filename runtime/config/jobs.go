@@ -6,7 +6,9 @@ import (
 )
 
 // JobsConfig is tools.jobs: the background jobs exec_shell may start
-// (background: true). Jobs are on whenever exec_shell is; these bound them.
+// (background: true) and the MCP calls a server's "background" names. Jobs
+// are on whenever exec_shell is or a server has such a list; these bound
+// them.
 type JobsConfig struct {
 	// PerChat and Max bound the running jobs of one chat (default 3) and
 	// of the whole ship (default 10).
