@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,15 +88,21 @@ func listTasks(w io.Writer, dir string, now time.Time) error {
 		if s.LastStatus != "" {
 			result = s.LastStatus + ": " + result
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, dash(s.Cron), dash(s.Timezone), dash(s.ChatKey), enabled,
-			when(s.NextRun), when(s.LastRun), dash(result))
+		if s.Warning != "" && s.Error == "" {
+			enabled += " (never runs)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(s.Name), dash(termSafe(s.Cron)), dash(termSafe(s.Timezone)),
+			dash(termSafe(s.ChatKey)), enabled, when(s.NextRun), when(s.LastRun), dash(termSafe(result)))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the task list: %w", err)
 	}
 	for _, s := range list {
-		if s.Error != "" {
-			fmt.Fprintf(w, "\n%s.md is invalid and does not run: %s\n", s.Name, s.Error)
+		switch {
+		case s.Error != "":
+			fmt.Fprintf(w, "\n%s.md is invalid and does not run: %s\n", termSafe(s.Name), termSafe(s.Error))
+		case s.Warning != "":
+			fmt.Fprintf(w, "\nwarning: %s.md (cron \"%s\"): %s\n", termSafe(s.Name), termSafe(s.Cron), termSafe(s.Warning))
 		}
 	}
 	if cfg, err := config.Load(dir, nil); err == nil && cfg.Cluster.On() {
@@ -189,7 +196,14 @@ func runTask(ctx context.Context, w io.Writer, dir, name string, f taskRunFlags)
 	case err != nil:
 		return err
 	}
-	fmt.Fprintf(w, "Task %s queued (run %s); its replies go to the task's chat.\nFollow it: curl -N %s/api/sse/%s\n", name, id, base, id)
+	// The follow-up command must work when pasted: the stream needs the
+	// token too, named by its variable so the secret is never printed.
+	auth := ""
+	if token != "" {
+		auth = `-H "Authorization: Bearer $SHIP_API_TOKEN" `
+	}
+	fmt.Fprintf(w, "Task %s queued (run %s); its replies go to the task's chat.\nFollow it: curl -N %s%s/api/sse/%s\n",
+		name, termSafe(id), auth, base, url.PathEscape(id))
 	return nil
 }
 

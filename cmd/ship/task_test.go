@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeTaskFile(t *testing.T, dir, name, text string) {
@@ -94,5 +95,66 @@ func TestTaskListInAClusterSaysWhereTheRunsAre(t *testing.T) {
 	code, out, errOut := runCLI(t, "task", "list", dir)
 	if code != 0 || !strings.Contains(out, "daily") || !strings.Contains(out, "GET /api/tasks") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want the task and where its runs are", code, out, errOut)
+	}
+}
+
+// Task files and their last results (the model's words) are not trusted
+// text: `ship task list` shows control characters as visible escapes, so a
+// file or a reply cannot clear the screen, retitle the terminal, write the
+// clipboard (OSC 52) or reorder what the operator reads.
+func TestTaskListEscapesControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	// YAML's "\e" is ESC: a cron that is also a "clear screen".
+	writeTaskFile(t, dir, "sneaky", "---\ncron: \"\\e[2J\\e[H0 9 * * *\"\nchatKey: api:chat:x\n---\nHi.\n")
+	writeTaskFile(t, dir, "report", "---\ncron: \"0 9 * * *\"\nchatKey: api:chat:x\n---\nReport.\n")
+	state := `{"v":1,"tasks":{"report":{"lastRun":"2026-03-04T09:00:00Z","lastStatus":"ok",` +
+		`"lastResult":"done\u001b]52;c;cm0gLXJmIH4=\u0007 \u202eevil\u009b31m\r\nfake row"}}}`
+	if err := os.WriteFile(filepath.Join(dir, ".ship", "tasks", "state.json"), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "task", "list", dir)
+	if code != 1 {
+		t.Errorf("exit %d, stderr %q; want 1 for the invalid file", code, errOut)
+	}
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "\u009b", "\r"} {
+		if strings.Contains(out+errOut, bad) {
+			t.Errorf("output holds %q raw:\n%q", bad, out+errOut)
+		}
+	}
+	for _, want := range []string{`\x1b[2J\x1b[H0 9 * * *`, `done\x1b]52;c;cm0gLXJmIH4=\x07 \u202eevil\u009b31m\x0d\x0afake row`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "\n"); strings.Contains(out, "\nfake row") || n > 8 {
+		t.Errorf("a result's newline made a row of its own:\n%s", out)
+	}
+}
+
+// A schedule with no date ("0 0 31 2 *") is a valid, enabled task that
+// never runs: the list says so beside it and below the table.
+func TestTaskListWarnsOfAScheduleThatNeverFires(t *testing.T) {
+	dir := t.TempDir()
+	writeTaskFile(t, dir, "feb31", "---\ncron: \"0 0 31 2 *\"\nchatKey: api:chat:x\n---\nNever.\n")
+	writeTaskFile(t, dir, "sunday", "---\ncron: \"0 9 * * 7\"\nchatKey: api:chat:x\n---\nWeekly.\n")
+	code, out, errOut := runCLI(t, "task", "list", dir)
+	if code != 0 {
+		t.Errorf("exit %d, stderr %q; a task that never fires is valid", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], "feb31") || !strings.Contains(lines[1], "yes (never runs)") {
+		t.Errorf("the row does not say it never runs:\n%s", out)
+	}
+	if !strings.Contains(out, `warning: feb31.md (cron "0 0 31 2 *"): the schedule never fires`) {
+		t.Errorf("no warning below the table:\n%s", out)
+	}
+	// The next Sunday 09:00 after now, in the machine's zone.
+	next := time.Now()
+	next = time.Date(next.Year(), next.Month(), next.Day(), 9, 0, 0, 0, time.Local)
+	for next.Weekday() != time.Sunday || !next.After(time.Now()) {
+		next = next.AddDate(0, 0, 1)
+	}
+	if !strings.Contains(lines[2], "sunday") || !strings.Contains(lines[2], next.Format("2006-01-02 09:00")) {
+		t.Errorf("day-of-week 7 is not taken as Sunday (next %s):\n%s", next.Format("2006-01-02 15:04"), out)
 	}
 }

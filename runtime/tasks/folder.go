@@ -182,6 +182,9 @@ type Status struct {
 	LastResult string `json:"lastResult,omitempty"`
 	// Error says why the file is not a valid task; such a task never runs.
 	Error string `json:"error,omitempty"`
+	// Warning says what is wrong with a valid task, such as a schedule
+	// that never fires.
+	Warning string `json:"warning,omitempty"`
 }
 
 // List reads the folder and the bookkeeping from disk: what `ship task
@@ -210,8 +213,11 @@ func statuses(entries []Entry, st state, now time.Time, local *time.Location) []
 		}
 		if e.Err != nil {
 			s.Error = e.Err.Error()
-		} else if sched, err := e.Task.Schedule(local); err == nil && e.Task.Enabled {
-			s.NextRun = sched.Next(now)
+		} else if sched, err := e.Task.Schedule(local); err == nil {
+			if e.Task.Enabled {
+				s.NextRun = sched.Next(now)
+			}
+			s.Warning = sched.NeverFires(now)
 		}
 		if ts, ok := st.Tasks[e.Name]; ok {
 			s.LastRun, s.LastRunID, s.LastStatus, s.LastResult = ts.LastRun, ts.LastRunID, ts.LastStatus, ts.LastResult

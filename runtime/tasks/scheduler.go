@@ -288,9 +288,15 @@ func (s *Scheduler) reloadLocked() {
 		if c.Err == nil {
 			c.sched, c.Err = c.Task.Schedule(s.local)
 		}
-		if c.Err != nil {
+		switch {
+		case c.Err != nil:
 			s.log.Error().Str("task", tf.name).Err(c.Err).Msg("task file invalid: this task does not run until it is fixed")
-		} else {
+		case c.sched.NeverFires(s.clock.Now()) != "":
+			// Valid, so not refused, but a task that silently never runs
+			// is what the operator needs to hear about.
+			s.log.Warn().Str("task", tf.name).Str("cron", c.Task.Cron).Str("chatKey", c.Task.ChatKey).Bool("enabled", c.Task.Enabled).
+				Str("warning", c.sched.NeverFires(s.clock.Now())).Msg("task loaded, but its schedule never fires")
+		default:
 			s.log.Info().Str("task", tf.name).Str("cron", c.Task.Cron).Str("chatKey", c.Task.ChatKey).Bool("enabled", c.Task.Enabled).Msg("task loaded")
 		}
 		s.entries[tf.name] = c

@@ -288,31 +288,6 @@ func (s Schedule) Latest(now time.Time) time.Time {
 	}
 }
 
-// parseCron reads a standard cron line: five fields or a descriptor
-// (@hourly, @daily, @weekly, @monthly, @yearly). "@every" has no slots
-// (it counts from whenever it started), and the zone has its own field.
-func parseCron(line string) (*cron.SpecSchedule, error) {
-	line = strings.TrimSpace(line)
-	if line == "" {
-		return nil, fmt.Errorf("%w: cron is required: five fields, minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1-5\"", ErrInvalid)
-	}
-	if strings.HasPrefix(line, "TZ=") || strings.HasPrefix(line, "CRON_TZ=") {
-		return nil, fmt.Errorf("%w: cron %q: put the time zone in the timezone field, not in cron", ErrInvalid, clip(line, 80))
-	}
-	if strings.HasPrefix(line, "@every") {
-		return nil, fmt.Errorf("%w: cron %q: @every is not supported; use five fields, e.g. \"*/15 * * * *\"", ErrInvalid, clip(line, 80))
-	}
-	sched, err := cron.ParseStandard(line)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cron %q: %s (five fields: minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1-5\")", ErrInvalid, clip(line, 80), err)
-	}
-	spec, ok := sched.(*cron.SpecSchedule)
-	if !ok {
-		return nil, fmt.Errorf("%w: cron %q is not a calendar schedule", ErrInvalid, clip(line, 80))
-	}
-	return spec, nil
-}
-
 // loadZone loads an IANA zone; "" is local.
 func loadZone(name string, local *time.Location) (*time.Location, error) {
 	if name == "" {
