@@ -40,7 +40,8 @@ func TestE2EHealthAndVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ship version: exit %d, stderr %q", code, errOut)
 	}
-	printed, ok := strings.CutPrefix(strings.TrimSpace(out), "ship ")
+	first, _, _ := strings.Cut(out, "\n") // the lines after it are build details
+	printed, ok := strings.CutPrefix(strings.TrimSpace(first), "ship ")
 	if !ok || printed == "" {
 		t.Fatalf("ship version printed %q, want \"ship <version>\"", out)
 	}

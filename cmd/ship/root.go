@@ -40,15 +40,3 @@ Get started:
 	root.AddCommand(newTaskCmd(), newExportCmd(), newUsageCmd(), newDoctorCmd())
 	return root
 }
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print ship's version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "ship %s\n", version)
-			return nil
-		},
-	}
-}
