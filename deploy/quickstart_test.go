@@ -186,13 +186,14 @@ func containerLike(t *testing.T, bin, project string) func(args ...string) *exec
 	env := []string{"PATH=/usr/bin:/bin", "HOME=/project"}
 	bwrap, errB := exec.LookPath("bwrap")
 	setpriv, errS := exec.LookPath("setpriv")
+	plain := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		c.Dir, c.Env = project, env
+		return c
+	}
 	if os.Getuid() != 0 || errB != nil || errS != nil {
 		t.Logf("not root, or no bwrap/setpriv: running ship as uid %d in %s, without a read-only root", os.Getuid(), project)
-		return func(args ...string) *exec.Cmd {
-			c := exec.Command(bin, args...)
-			c.Dir, c.Env = project, env
-			return c
-		}
+		return plain
 	}
 	if err := os.Chown(project, 10001, 10001); err != nil {
 		t.Fatal(err)
@@ -207,7 +208,13 @@ func containerLike(t *testing.T, bin, project string) func(args ...string) *exec
 	inside := func(args ...string) []string { return append(slices.Clone(sandbox[:len(sandbox)-1]), args...) }
 	probe := exec.Command(setpriv, inside("/usr/bin/test", "-w", "/project")...)
 	if out, err := probe.CombinedOutput(); err != nil {
-		t.Fatalf("bwrap is here but the container-like sandbox does not start: %v\n%s", err, out)
+		// The kernel may refuse user namespaces to a user that is not
+		// root; where CI promises a working sandbox, that is a failure.
+		if os.Getenv("SHIP_REQUIRE_SANDBOX") == "1" {
+			t.Fatalf("bwrap is here but the container-like sandbox does not start as uid 10001: %v\n%s", err, out)
+		}
+		t.Logf("the container-like sandbox does not start as uid 10001 (%v: %s): running ship as root in %s", err, out, project)
+		return plain
 	}
 	if out, err := exec.Command(setpriv, inside("/usr/bin/touch", "/etc/x")...).CombinedOutput(); err == nil {
 		t.Fatalf("the root is writable in the sandbox:\n%s", out)
