@@ -25,6 +25,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/media"
+	"github.com/shipmyagent/ship/runtime/metrics"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/questions"
@@ -63,6 +64,9 @@ type setup struct {
 	// usage counts tokens; budget is limits.tokens.
 	usage  *usage.Tally
 	budget usage.Budget
+	// metrics, when set, are counted by the engine and served at
+	// /metrics.
+	metrics *metrics.Set
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -146,6 +150,7 @@ func newEnv(t *testing.T, o setup) *env {
 		Questions:     qs,
 		Logger:        zerolog.New(logs),
 		Usage:         o.usage, TokenBudget: o.budget,
+		Metrics: o.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +170,9 @@ func newEnv(t *testing.T, o setup) *env {
 	}
 	if o.tasks != nil {
 		opts.Tasks = o.tasks(eng)
+	}
+	if o.metrics != nil {
+		opts.Metrics = o.metrics.Handler()
 	}
 	if o.opts != nil {
 		o.opts(&opts)

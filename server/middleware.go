@@ -155,7 +155,10 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 	})
 }
 
-func isAPIPath(p string) bool { return p == "/api" || strings.HasPrefix(p, "/api/") }
+func isAPIPath(p string) bool {
+	// /metrics is guarded as the API is (metrics.go).
+	return p == "/api" || strings.HasPrefix(p, "/api/") || p == metricsPath
+}
 
 // withJSONFallbacks answers unknown routes and wrong methods with the JSON
 // error body instead of the mux's plain text.

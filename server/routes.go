@@ -35,11 +35,12 @@ func apiRoutes() []apiRoute {
 		{Route{http.MethodGet, "/api/files/{path...}"}, (*Server).handleFile},
 		{Route{http.MethodGet, "/api/tasks"}, (*Server).handleTasks},
 		{Route{http.MethodPost, "/api/tasks/{name}/run"}, (*Server).handleRunTask},
+		{Route{http.MethodGet, metricsPath}, (*Server).handleMetrics},
 	}
 }
 
-// Routes lists the routes of the HTTP API (GET /health and everything under
-// /api/) in the order they are registered. The console's pages and the
+// Routes lists the routes of the HTTP API (GET /health, GET /metrics and
+// everything under /api/) in the order they are registered. The console's pages and the
 // platforms' webhooks (Options.Webhooks) are not among them.
 func Routes() []Route {
 	all := apiRoutes()

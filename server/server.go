@@ -103,6 +103,9 @@ type Options struct {
 	Files *media.Store
 	// Redact removes known secrets from error text the console shows.
 	Redact func(string) string
+	// Metrics, when set, is served at GET /metrics behind the API token
+	// (metrics.go); nil serves none.
+	Metrics http.Handler
 	// Now is the clock of the wrong-token throttle; nil → time.Now.
 	Now    func() time.Time
 	Logger zerolog.Logger

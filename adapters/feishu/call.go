@@ -51,6 +51,7 @@ func (a *Adapter) call(ctx context.Context, what string, mode callMode,
 	refreshed := false
 	for attempt := 1; ; attempt++ {
 		res, err := fn(ctx)
+		a.count(ctx, what, res, err)
 		var wait time.Duration
 		switch classify(res, err) {
 		case outcomeOK:

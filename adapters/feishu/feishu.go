@@ -99,6 +99,9 @@ type Options struct {
 	// HTTPClient for open-platform calls (the websocket bootstrap too);
 	// nil → a client with a 30 s timeout.
 	HTTPClient *http.Client
+	// Meter counts the open-platform calls (ship's metrics); nil counts
+	// none.
+	Meter adapters.Meter
 	// Logger gets the adapter's logs and the SDK's (component=lark-sdk),
 	// with secrets scrubbed.
 	Logger zerolog.Logger
@@ -107,6 +110,7 @@ type Options struct {
 // Adapter is the Feishu/Lark connection.
 type Adapter struct {
 	opts   Options
+	meter  adapters.Meter // nil: not counted
 	domain string
 	cli    *lark.Client
 	events *dispatcher.EventDispatcher
@@ -197,6 +201,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		opts:   opts,
+		meter:  opts.Meter,
 		domain: domain,
 		log:    opts.Logger.With().Str("channel", chat.ChannelFeishu).Logger(),
 		seen:   seen,

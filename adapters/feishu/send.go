@@ -246,6 +246,7 @@ func (a *Adapter) sendMessage(ctx context.Context, req dispatch.RequestContext, 
 	refreshed := false
 	for attempt := 1; ; attempt++ {
 		res, err := a.post(ctx, req.ChatID, replyTo, req.ThreadID != "", msgType, content, uuid)
+		a.count(ctx, "message send", res, err)
 		var wait time.Duration
 		kind := classify(res, err)
 		if kind == outcomeTargetGone && replyTo == "" {

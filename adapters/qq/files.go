@@ -391,6 +391,7 @@ func (a *Adapter) retry(ctx context.Context, req dispatch.RequestContext, what s
 	refreshed, uncertain, bumps := false, false, 0
 	for attempt := 1; ; attempt++ {
 		err := call()
+		a.count(ctx, what, err)
 		if err == nil {
 			return nil
 		}

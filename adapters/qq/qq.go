@@ -93,6 +93,8 @@ type Options struct {
 	// HTTPClient fetches access tokens (nil → a client with a 10 s timeout).
 	// API calls go through botgo's own client.
 	HTTPClient *http.Client
+	// Meter counts the bot API calls (ship's metrics); nil counts none.
+	Meter adapters.Meter
 	// Now is the adapter's clock for QQ's passive-reply windows (nil →
 	// time.Now); tests move it on instead of waiting.
 	Now func() time.Time
@@ -113,6 +115,7 @@ type Options struct {
 // Adapter is the QQ connection.
 type Adapter struct {
 	opts    Options
+	meter   adapters.Meter // nil: not counted
 	log     zerolog.Logger
 	status  adapters.StatusBox
 	tokens  *tokenSource
@@ -229,6 +232,7 @@ func New(opts Options) (*Adapter, error) {
 	events, _ := lru.New[string, struct{}](10_000) // fails only for a size ≤ 0
 	a := &Adapter{
 		opts:    opts,
+		meter:   opts.Meter,
 		log:     log,
 		hookKey: signingKey(opts.WebhookSecret),
 		events:  events,

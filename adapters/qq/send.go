@@ -247,6 +247,7 @@ func (a *Adapter) sendPart(ctx context.Context, req dispatch.RequestContext, tex
 	refreshed, uncertain, bumps, defanged := false, false, 0, 0
 	for attempt := 1; ; attempt++ {
 		err := a.post(ctx, req, text, seq, md)
+		a.count(ctx, "message send", err)
 		if err == nil {
 			return text, nil
 		}

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/runtime/chat"
 )
 
 // DefaultAPIBase is the official Bot API server.
@@ -22,6 +26,8 @@ type api struct {
 	token string
 	base  string // without trailing slash
 	http  *http.Client
+	// meter counts every call (metrics); set before Run.
+	meter adapters.Meter
 }
 
 type ctxTransport struct {
@@ -51,6 +57,7 @@ func (a *api) bot(ctx context.Context) *tgbotapi.BotAPI {
 // http client's errors quote the URL, which carries it.
 func (a *api) call(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
 	resp, err := a.bot(ctx).MakeRequest(method, params)
+	a.count(ctx, method, err)
 	if err != nil {
 		return nil, a.redact(fmt.Errorf("telegram %s: %w", method, err))
 	}
@@ -66,9 +73,30 @@ func (a *api) upload(ctx context.Context, method string, params tgbotapi.Params,
 		if te, ok := apiError(err); ok && te.Code == 0 && resp != nil {
 			te.Code = resp.ErrorCode
 		}
+		a.count(ctx, method, err)
 		return nil, a.redact(fmt.Errorf("telegram %s: %w", method, err))
 	}
+	a.count(ctx, method, nil)
 	return resp.Result, nil
+}
+
+// count tells the meter how a call went: the Bot API's error_code (its
+// HTTP status: 429 for flood control, core.telegram.org/bots/api#making-
+// requests), "network" when no answer came. A call cut short by its own
+// context (a long poll ended at shutdown) is no failure of the platform's
+// and is not counted.
+func (a *api) count(ctx context.Context, method string, err error) {
+	if a.meter == nil || ctx.Err() != nil {
+		return
+	}
+	code := adapters.CodeOK
+	if err != nil {
+		code = adapters.CodeNetwork
+		if te, ok := apiError(err); ok && te.Code != 0 {
+			code = strconv.Itoa(te.Code)
+		}
+	}
+	a.meter.PlatformCall(chat.ChannelTelegram, method, code)
 }
 
 // redact replaces the token in err's text while keeping errors.As working
@@ -169,3 +197,7 @@ func apiError(err error) (*tgbotapi.Error, bool) {
 	}
 	return nil, false
 }
+
+// MeterWith implements adapters.Metered: the Bot API calls are counted
+// by m from now on. Call it before Run.
+func (a *Adapter) MeterWith(m adapters.Meter) { a.api.meter = m }

@@ -65,7 +65,9 @@ type Options struct {
 	// HTTPClient for Bot API calls; nil → a client with a 75 s timeout
 	// (longer than a long poll).
 	HTTPClient *http.Client
-	Logger     zerolog.Logger
+	// Meter counts the Bot API calls (ship's metrics); nil counts none.
+	Meter  adapters.Meter
+	Logger zerolog.Logger
 }
 
 // Adapter is the Telegram connection.
@@ -152,7 +154,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		opts:   opts,
-		api:    &api{token: opts.Token, base: opts.APIBase, http: opts.HTTPClient},
+		api:    &api{token: opts.Token, base: opts.APIBase, http: opts.HTTPClient, meter: opts.Meter},
 		log:    opts.Logger.With().Str("channel", chat.ChannelTelegram).Logger(),
 		allowC: adapters.NewAllowlist(opts.AllowedChatIDs),
 		allowU: adapters.NewAllowlist(opts.AllowedUserIDs),

@@ -26,6 +26,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/memory"
+	"github.com/shipmyagent/ship/runtime/metrics"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
@@ -131,6 +132,13 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	}
 	// In cluster mode the group outlives this replica: leave it last.
 	defer rep.leave()
+	rep.watchPartitions(p.metrics)
+	stopMetrics, err := listenMetrics(cfg, p.metrics, log)
+	if err != nil {
+		_, _ = eng.Close(ctx)
+		return err
+	}
+	defer stopMetrics()
 	fr, err := newFront(cfg, eng, p, rep, log, started)
 	if err != nil {
 		_, _ = eng.Close(ctx)
@@ -214,6 +222,8 @@ type parts struct {
 	// jobs runs background jobs (exec_shell's, MCP calls'; jobs.go); nil
 	// when off.
 	jobs *jobs.Manager
+	// metrics are the Prometheus metrics (metrics.go); nil when off.
+	metrics *metrics.Set
 }
 
 func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
@@ -244,6 +254,8 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 		go p.shell.CheckSandbox(context.Background())
 	}
 	p.mcp = newMCP(cfg, p.jobs, p.shell.Redact, log)
+	p.metrics = newMetrics(cfg)
+	p.watchMCP()
 	return p, nil
 }
 
@@ -294,6 +306,7 @@ func (p parts) engineOptions(cfg config.Config, log zerolog.Logger) engine.Optio
 		Jobs: p.jobs,
 		// agent_spawn's sub-agents run as such jobs (subagents.go).
 		SubAgents: subAgentOptions(cfg),
+		Metrics:   p.metrics,
 	}
 }
 
@@ -312,6 +325,7 @@ func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log 
 		return fr, err
 	}
 	rep.prepare(platforms)
+	meterAdapters(platforms, p.metrics)
 	fr.platforms = platforms
 	if fr.sched, err = newScheduler(cfg, eng, rep.taskRecords(), log); err != nil {
 		return fr, err
@@ -322,7 +336,7 @@ func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log 
 		MCP:         p.mcp.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: fr.sched, Notes: consoleNotes(p.notes),
 		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, Files: keptFiles(cfg), Redact: p.shell.Redact,
-		Cluster: rep.status(),
+		Cluster: rep.status(), Metrics: mainMetrics(cfg, p.metrics),
 	})
 	return fr, err
 }

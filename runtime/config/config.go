@@ -53,6 +53,8 @@ type Config struct {
 	Memory MemoryConfig `json:"memory"`
 	// Limits are the daily token budgets.
 	Limits LimitsConfig `json:"limits"`
+	// Metrics are the Prometheus metrics at /metrics.
+	Metrics MetricsConfig `json:"metrics"`
 	// Agents are the agent profiles (prompt, model, tool narrowing, bound
 	// chats), by name.
 	Agents map[string]AgentConfig `json:"agents,omitempty"`
@@ -471,6 +473,9 @@ func (c *Config) validate() error {
 			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
 	}
 	if err := c.Server.validate(); err != nil {
+		return err
+	}
+	if err := c.Metrics.validate(); err != nil {
 		return err
 	}
 	if err := c.validateModels(); err != nil {

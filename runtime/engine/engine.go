@@ -27,6 +27,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/journal"
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/memory"
+	"github.com/shipmyagent/ship/runtime/metrics"
 	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/profiles"
@@ -149,6 +150,9 @@ type Options struct {
 	Jobs *jobs.Manager
 	// SubAgents, with Jobs, offers agent_spawn (subagents.go); nil: off.
 	SubAgents *SubAgentOptions
+	// Metrics, when set, counts turns, model calls and tokens and reads
+	// the queue, approvals and jobs at each scrape (metrics.go).
+	Metrics *metrics.Set
 }
 
 // Engine is ship's core wired together.
@@ -177,6 +181,8 @@ type Engine struct {
 	usage *usage.Tally  // nil without Options.Usage
 	jobs  *jobs.Manager // nil without Options.Jobs
 	sub   *subAgents    // nil without Options.SubAgents
+
+	metrics *metrics.Set // nil without Options.Metrics
 
 	// bg owns the engine's own goroutines (the approval sweeper, notes);
 	// Close ends them.
@@ -250,7 +256,7 @@ func New(opts Options) (*Engine, error) {
 		bus = events.NewBus(0)
 	}
 	runner := &Runner{Runtime: rt, Deliverer: deliverer, Events: bus, Journal: st.runs, Redact: opts.Redact, Log: opts.Logger, gov: gov,
-		picker: picker, usage: opts.Usage, profiles: opts.Profiles}
+		picker: picker, usage: opts.Usage, profiles: opts.Profiles, metrics: opts.Metrics}
 	qopts := opts.Queue
 	qopts.Logger = opts.Logger
 	q := queue.New(runner.Handle, qopts)
@@ -258,14 +264,16 @@ func New(opts Options) (*Engine, error) {
 		events: bus, store: st.store, registry: reg, runtime: rt, queue: q,
 		ingress: ingress.New(ingress.Options{
 			Store: st.store, Queue: q, Journal: st.journal, Limiter: ingress.NewUserLimiter(opts.UserLimit), Observe: opts.Observe, Logger: opts.Logger,
-			Shared: opts.Shared, Claims: opts.Claims, OnRefused: refusedEvent(bus),
+			Shared: opts.Shared, Claims: opts.Claims, OnRefused: countRefused(opts.Metrics, refusedEvent(bus)),
 			Budget: budgetCheck(opts.Usage, opts.TokenBudget, gov),
 		}),
 		journal: st.journal, runs: st.runs, model: opts.ModelName, log: opts.Logger, recovered: st.recovered, gov: gov,
 		picker: picker, switchRule: switchRule, profiles: opts.Profiles, questions: opts.Questions, memory: opts.Memory, usage: opts.Usage,
+		metrics: opts.Metrics,
 	}
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	e.startJobs(opts.Jobs)
+	e.watchGauges(opts.Metrics)
 	if e.sub = sub; sub != nil {
 		sub.tool.e.Store(e)
 	}

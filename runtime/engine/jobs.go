@@ -62,6 +62,7 @@ func (e *Engine) publishJob(typ string, j jobs.Job) {
 // note instead: whoever cancelled it does not want its result.
 func (e *Engine) jobEnded(j jobs.Job, res jobs.Result) {
 	e.publishJob(events.TypeJobFinished, j)
+	e.metrics.JobFinished(string(j.State))
 	log := e.log.With().Str("chatKey", j.ChatKey).Str("job", j.ID).Logger()
 	log.Info().Str("state", string(j.State)).Int("exitCode", j.ExitCode).Msg("background job ended")
 	if j.State == jobs.Cancelled {

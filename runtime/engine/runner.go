@@ -15,6 +15,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/journal"
 	"github.com/shipmyagent/ship/runtime/llm"
+	"github.com/shipmyagent/ship/runtime/metrics"
 	"github.com/shipmyagent/ship/runtime/profiles"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/usage"
@@ -41,6 +42,7 @@ type Runner struct {
 	usage  *usage.Tally // counts each run's tokens; nil: not counted
 	// profiles route each run to an agent profile; nil: none.
 	profiles *profiles.Set
+	metrics  *metrics.Set // counts each run (metrics.go); nil: not counted
 }
 
 // journaledRun returns the id of the journaled run ctx belongs to: the
@@ -115,6 +117,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 		// that one answers, and says how it went.
 		log.Warn().Err(refused.Err).Msg("run ended here without sending; another replica answers this message")
 		ev.dispatchCompleted(ctx, out.Result, refused.Err, time.Since(started))
+		r.metrics.Turn(job.Route.Channel, metrics.OutcomeHandedOver, time.Since(started), started.Sub(item.Enqueued))
 		if job.OnDone != nil {
 			job.OnDone(ingress.Outcome{Result: out.Result, Err: refused.Err})
 		}
@@ -140,6 +143,7 @@ func (r *Runner) Handle(ctx context.Context, item queue.Item[ingress.Job]) {
 	} else {
 		ev.finished(out.Result, out.Err, time.Since(started).Milliseconds())
 	}
+	r.countTurn(item, ev.model, out, started, errors.Is(ctx.Err(), context.Canceled), undelivered)
 	if job.OnDone != nil {
 		job.OnDone(out)
 	}
@@ -202,6 +206,7 @@ func (r *Runner) run(ctx context.Context, item queue.Item[ingress.Job], prompt s
 	model, call, vision, name := r.pickModel(ctx, item.ChatKey, job, &log)
 	ev.model = name
 	ev.dispatchStarted(name, item.Enqueued)
+	model = timed(model, name, r.metrics)
 	// Streaming the answer from the model costs more than taking it whole
 	// (the /api/execute benchmark: about a quarter of a turn with the HTTP
 	// fake): ask for it only when someone sees it being written.
