@@ -294,6 +294,7 @@ func TestOpenAPISchemasMatchWhatTheServerAnswers(t *testing.T) {
 	check("POST", "/api/tasks/{name}/run", post("/api/tasks/report/run", `{}`), 202)
 	check("POST", "/api/tasks/{name}/run", post("/api/tasks/nothing/run", `{}`), 404)
 	check("GET", "/api/sse", e.get("/api/sse?events=other"), 400)
+	check("GET", "/metrics", e.get("/metrics"), 404) // this setup keeps no metrics
 }
 
 // TestRoutesAreRegisteredFromTheList keeps server.Routes the single source:
