@@ -100,3 +100,39 @@ func TestE2EMetricsOnTheirOwnListener(t *testing.T) {
 		t.Errorf("metrics.off: %d, want 404", r.status)
 	}
 }
+
+// gauge parses a scrape and returns the value of an unlabelled gauge.
+func gauge(body []byte, name string) (float64, bool) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil || fams[name] == nil || len(fams[name].Metric) != 1 {
+		return 0, false
+	}
+	return fams[name].Metric[0].Gauge.GetValue(), true
+}
+
+// TestE2EMetricsShowTheClusterPartitions: in a cluster each replica
+// reports the queue partitions it holds, and together they hold all 16.
+func TestE2EMetricsShowTheClusterPartitions(t *testing.T) {
+	t.Parallel()
+	fake := startFake(t, nil)
+	rs := newReplicas(t, 2, "m", nil)
+	for _, r := range rs {
+		r.start(t, modelEnv(fake))
+	}
+	within(t, clusterReady, "the replicas holding all 16 partitions between them", func() bool {
+		total := 0.0
+		for _, r := range rs {
+			resp, err := r.proc().send("GET", "/metrics", "")
+			if err != nil || resp.status != http.StatusOK {
+				return false
+			}
+			held, ok := gauge(resp.body, "ship_cluster_partitions_held")
+			if !ok {
+				return false
+			}
+			total += held
+		}
+		return total == 16
+	})
+}
