@@ -84,7 +84,7 @@ type Set struct {
 func New(opts Options) *Set {
 	s := &Set{values: newBounded(maxValues), start: time.Now(), writers: map[string]func(*bufio.Writer){}}
 	s.turns = s.counter("ship_turns_total",
-		"Turns (messages the agent was asked to answer) by channel (telegram, feishu, qq, api, task, job, …) and outcome (ok, failed, timeout, cancelled, undelivered, handed_over, refused).",
+		"Turns (messages the agent was asked to answer) by channel (telegram, feishu, qq, api, cli, scheduler) and outcome (ok, failed, timeout, cancelled, undelivered, handed_over, refused).",
 		"channel", "outcome")
 	s.turnSeconds = s.histogram("ship_turn_duration_seconds",
 		"Time from a turn's start (after its wait in the queue) to its end, by channel.", latencyBuckets, "channel")
@@ -125,14 +125,12 @@ func (s *Set) histogram(name, help string, buckets []float64, labels ...string) 
 	return f
 }
 
-// register adds a family's writer; a name registered twice is a
-// programming error.
+// register adds a family's writer. A name registered again replaces the
+// earlier writer: a part built anew with the same Set (an engine in a
+// test, say) reports its own values, not a second family of the name.
 func (s *Set) register(name string, write func(*bufio.Writer)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.writers[name]; dup {
-		panic("metrics: " + name + " registered twice")
-	}
 	s.writers[name] = write
 }
 

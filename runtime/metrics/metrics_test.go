@@ -209,3 +209,15 @@ func BenchmarkTurn(b *testing.B) {
 		s.PlatformCall("telegram", "sendMessage", metrics.CodeOK)
 	}
 }
+
+// TestRegisteringAgainReplaces: a gauge registered again (an engine
+// built anew on the same Set) reports the new value, once.
+func TestRegisteringAgainReplaces(t *testing.T) {
+	s := metrics.New(metrics.Options{})
+	s.Approvals(func() int { return 1 })
+	s.Approvals(func() int { return 5 })
+	fams := scrape(t, s)
+	if f := fams["ship_approvals_pending"]; f == nil || len(f.Metric) != 1 || f.Metric[0].Gauge.GetValue() != 5 {
+		t.Errorf("ship_approvals_pending = %v", f)
+	}
+}
