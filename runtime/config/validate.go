@@ -214,6 +214,7 @@ var sectionDocs = map[string]string{
 	"skills":   "docs/extensions.md#skills",
 	"cluster":  "docs/cluster.md#running-as-a-cluster-nats-jetstream",
 	"log":      "docs/operations.md#logs",
+	"metrics":  "docs/metrics.md#scraping",
 }
 
 // docsFor says where a setting is documented: its top-level section's
