@@ -5,7 +5,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -125,13 +124,26 @@ func (f *family) write(w *bufio.Writer) {
 // line feeds, as the format requires.
 func writeHeader(w *bufio.Writer, name, help, kind string) {
 	w.WriteString("# HELP " + name + " ")
-	w.WriteString(strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(help))
+	writeEscaped(w, help, false)
 	w.WriteString("\n# TYPE " + name + " " + kind + "\n")
 }
 
-// labelEscaper escapes a label value: "\", the double quote and line
-// feeds.
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+// writeEscaped writes s with "\" and line feeds escaped, and with quote
+// the double quote too (a label value's rules; HELP keeps quotes).
+func writeEscaped(w *bufio.Writer, s string, quote bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			w.WriteString(`\\`)
+		case c == '\n':
+			w.WriteString(`\n`)
+		case c == '"' && quote:
+			w.WriteString(`\"`)
+		default:
+			w.WriteByte(c)
+		}
+	}
+}
 
 // writeSample writes one sample line; extra (le) follows the labels.
 func writeSample(w *bufio.Writer, name string, labels, vals []string, extra, extraVal string, v float64) {
@@ -142,7 +154,9 @@ func writeSample(w *bufio.Writer, name string, labels, vals []string, extra, ext
 			if i > 0 {
 				w.WriteByte(',')
 			}
-			w.WriteString(l + `="` + labelEscaper.Replace(vals[i]) + `"`)
+			w.WriteString(l + `="`)
+			writeEscaped(w, vals[i], true)
+			w.WriteByte('"')
 		}
 		if extra != "" {
 			if len(labels) > 0 {

@@ -45,13 +45,15 @@ const (
 // CodeOK is the code label of a platform call that succeeded.
 const CodeOK = "ok"
 
-// Buckets of the latency histograms, in seconds: 50 ms (a fast model's
+// latencyBuckets are the latency histograms' buckets, in seconds: 50 ms (a fast model's
 // first call, a queue that is not waiting) to 5 minutes (queue.runTimeout's
 // default): beyond the last a turn is cut short anyway.
-var latencyBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
+func latencyBuckets() []float64 {
+	return []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
+}
 
 // queueBuckets start lower: most messages wait for nothing.
-var queueBuckets = []float64{0.005, 0.05, 0.25, 1, 5, 15, 30, 60, 120, 300}
+func queueBuckets() []float64 { return []float64{0.005, 0.05, 0.25, 1, 5, 15, 30, 60, 120, 300} }
 
 // Options choose the metrics beside ship's own.
 type Options struct {
@@ -87,12 +89,12 @@ func New(opts Options) *Set {
 		"Turns (messages the agent was asked to answer) by channel (telegram, feishu, qq, api, cli, scheduler) and outcome (ok, failed, timeout, cancelled, undelivered, handed_over, refused).",
 		"channel", "outcome")
 	s.turnSeconds = s.histogram("ship_turn_duration_seconds",
-		"Time from a turn's start (after its wait in the queue) to its end, by channel.", latencyBuckets, "channel")
+		"Time from a turn's start (after its wait in the queue) to its end, by channel.", latencyBuckets(), "channel")
 	s.queueWait = s.histogram("ship_queue_wait_seconds",
-		"Time a message waited in the queue before its turn started.", queueBuckets)
+		"Time a message waited in the queue before its turn started.", queueBuckets())
 	s.modelSeconds = s.histogram("ship_model_call_duration_seconds",
 		"Duration of one model call (a turn makes one per step), by configured model name and outcome (ok, error, cancelled).",
-		latencyBuckets, "model", "outcome")
+		latencyBuckets(), "model", "outcome")
 	s.tokensIn = s.counter("ship_model_input_tokens_total",
 		"Prompt tokens the provider reported, by configured model name (cached ones included).", "model")
 	s.tokensCached = s.counter("ship_model_cached_input_tokens_total",
