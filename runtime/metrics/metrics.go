@@ -45,9 +45,9 @@ const (
 // CodeOK is the code label of a platform call that succeeded.
 const CodeOK = "ok"
 
-// latencyBuckets are the latency histograms' buckets, in seconds: 50 ms (a fast model's
-// first call, a queue that is not waiting) to 5 minutes (queue.runTimeout's
-// default): beyond the last a turn is cut short anyway.
+// latencyBuckets are the latency histograms' buckets, in seconds: 50 ms
+// (a fast model's call) to 5 minutes; a longer turn (queue.runTimeoutSeconds
+// allows 10 by default) counts only in +Inf.
 func latencyBuckets() []float64 {
 	return []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
 }
