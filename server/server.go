@@ -134,6 +134,9 @@ type Server struct {
 	inflight map[runKey]*collector
 
 	console *console.Console // nil when Options.Console is off
+
+	// drain is set by Drain (drain.go): new work is refused.
+	drain *drainState
 }
 
 // New builds the server and registers its dispatcher for the api channel
@@ -174,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		closing:  make(chan struct{}),
 		streams:  newStreamSlots(opts.SSEMaxPerClient, opts.SSEMaxTotal),
 		throttle: throttle.New(throttle.Options{Now: opts.Now}),
+		drain:    newDrainState(opts.Webhooks),
 	}
 	if err := s.setupAuth(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -208,7 +212,7 @@ func New(opts Options) (*Server, error) {
 	// CORS sits outside auth so a browser's preflight (which carries no
 	// token) is answered. The browser guard sits between the two (see
 	// withBrowserGuard for why there).
-	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withBrowserGuard(s.withAuth(withFilePaths(withJSONFallbacks(mux)))))))
+	s.handler = s.withRequestLog(s.withRecover(s.withCORS(s.withBrowserGuard(s.withAuth(s.withDrain(withFilePaths(withJSONFallbacks(mux))))))))
 
 	opts.Door.Register(chat.ChannelAPI, apiChannel{s: s})
 	return s, nil

@@ -55,6 +55,8 @@ type Config struct {
 	Limits LimitsConfig `json:"limits"`
 	// Metrics are the Prometheus metrics at /metrics.
 	Metrics MetricsConfig `json:"metrics"`
+	// Shutdown is how SIGTERM drains (shutdown.go).
+	Shutdown ShutdownConfig `json:"shutdown"`
 	// Agents are the agent profiles (prompt, model, tool narrowing, bound
 	// chats), by name.
 	Agents map[string]AgentConfig `json:"agents,omitempty"`
@@ -491,6 +493,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Memory.validate(); err != nil {
+		return err
+	}
+	if err := c.Shutdown.validate(); err != nil {
 		return err
 	}
 	if err := c.Tools.Jobs.validate(); err != nil {
