@@ -85,6 +85,12 @@ func (q *Queue) balance(ctx context.Context) {
 			held++
 		}
 	}
+	q.mu.Lock()
+	leaving := q.leaving
+	q.mu.Unlock()
+	if leaving {
+		return // draining (Drain): renew and give back, take nothing
+	}
 	if err != nil {
 		// Without the replica list the share is unknown: keep what is
 		// held, neither giving up nor taking more.
@@ -206,6 +212,11 @@ func (q *Queue) startReading(ctx context.Context, id int, l *lease) {
 	p := &partition{id: id, lease: l, stop: cancel, stopped: make(chan struct{})}
 	q.mu.Lock()
 	q.owned[id] = p
+	if q.leaving {
+		// Taken just as Drain began: read nothing, give it back next round.
+		p.draining = true
+		cancel()
+	}
 	q.mu.Unlock()
 	q.n.log.Info().Int("partition", id).Msg("running a queue partition")
 	go func() {
@@ -334,6 +345,22 @@ func (q *Queue) forget(id string) (*inflight, bool) {
 		close(fl.gone)
 	}
 	return fl, ok
+}
+
+// Drain starts this replica's leaving (a graceful shutdown): every
+// partition stops reading, and while Run goes on each is given back as soon
+// as the items it handed here are done, at once for those with none, so
+// the other replicas take the waiting items over while the running ones
+// finish here under leases that are still renewed. No partition is taken
+// any more. Stop Run (and call Release) once the local queue has stopped.
+func (q *Queue) Drain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.leaving = true
+	for _, p := range q.owned {
+		p.draining = true
+		p.stop()
+	}
 }
 
 // stopReading stops every partition's reader (shutdown); items already

@@ -47,6 +47,9 @@ type Queue struct {
 	mu    sync.Mutex
 	owned map[int]*partition
 	items map[string]*inflight // by item id
+	// leaving is set by Drain: no partition is taken any more, and each
+	// held one is given back once its items here are done.
+	leaving bool
 }
 
 type partition struct {
