@@ -40,7 +40,9 @@ type replica struct {
 
 	stopRelay func()
 	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	// stopBeat ends the heartbeat alone (drain, drain.go).
+	stopBeat context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // joinCluster connects to the group when ship.json has cluster config.
@@ -127,11 +129,13 @@ func (r *replica) start(eng *engine.Engine, concurrency int) error {
 	r.stopRelay = stop
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	beatCtx, stopBeat := context.WithCancel(ctx)
+	r.stopBeat = stopBeat
 	r.wg.Add(2)
 	go func() { defer r.wg.Done(); r.queue.Run(ctx, eng.Take) }()
 	go func() {
 		defer r.wg.Done()
-		r.node.Heartbeat(ctx, cluster.Local{Running: func() []string { return eng.QueueStats().RunningChatKeys },
+		r.node.Heartbeat(beatCtx, cluster.Local{Running: func() []string { return eng.QueueStats().RunningChatKeys },
 			Partitions: r.queue.Partitions, Concurrency: concurrency})
 	}()
 	return nil

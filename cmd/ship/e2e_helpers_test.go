@@ -32,8 +32,10 @@ const hangGuard = 15 * time.Second
 // exitGuard bounds how long a stopping process may take. A replica stops
 // its embedded NATS server last, which flushes every stream; under -race
 // beside other packages' tests on 2 cores that once took over 10 s. Past
-// the guard the process is made to print its goroutines (SIGQUIT).
-const exitGuard = 20 * time.Second
+// the guard the process is made to print its goroutines (SIGQUIT). It is
+// above the default shutdown.graceSeconds (30): a test that stops ship with
+// a turn still held waits out the grace.
+const exitGuard = 45 * time.Second
 
 // shipBin is the binary under test, built once by TestMain.
 var shipBin string

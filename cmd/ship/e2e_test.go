@@ -299,35 +299,6 @@ func TestE2EQueueFull(t *testing.T) {
 	}
 }
 
-func TestE2EGracefulStop(t *testing.T) {
-	t.Parallel()
-	fake := startFake(t, nil)
-	entered, release := blockTurn(t, fake, "slow question")
-	p := startShip(t, initProject(t), modelEnv(fake))
-
-	done := p.echoAsync("", "slow question")
-	await(t, entered, "the model call of the request")
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	// Once new connections are refused, the signal has been handled.
-	probe := &http.Client{Timeout: hangGuard, Transport: &http.Transport{DisableKeepAlives: true}}
-	eventually(t, "ship refusing connections after SIGTERM", func() bool {
-		resp, err := probe.Get(p.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err != nil
-	})
-	release()
-	if err := await(t, done, "the answer to the running request"); err != nil {
-		t.Error(err)
-	}
-	if code := p.wait(t); code != 0 {
-		t.Errorf("exit status %d after SIGTERM, want 0", code)
-	}
-}
-
 func TestE2ESigintIdle(t *testing.T) {
 	t.Parallel()
 	fake := startFake(t, nil)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -43,10 +42,6 @@ type startFlags struct {
 	offline bool
 }
 
-// shutdownBudget keeps the whole shutdown under the 10 s that service
-// managers allow.
-const shutdownBudget = 8 * time.Second
-
 func newStartCmd() *cobra.Command {
 	var f startFlags
 	cmd := &cobra.Command{
@@ -61,7 +56,8 @@ A platform adapter starts when its credentials are set (e.g. TELEGRAM_BOT_TOKEN)
 with a section in ship.json but no credentials stops start-up, unless its "enabled" is false.
 ship doctor checks all of it, and each service, before you start.
 
-SIGINT or SIGTERM stops intake, lets the running message finish and exits 0.`,
+SIGINT or SIGTERM stops intake (the API answers 503), lets running messages finish within
+shutdown.graceSeconds (default 30) and exits 0; a second signal stops at once.`,
 		Example: `  ship start --offline
   ship start mybot --port 8080
   LLM_API_KEY=sk-... ship start mybot`,
@@ -401,18 +397,16 @@ func serve(ctx context.Context, cmd *cobra.Command, r running) error {
 		stopAdapters()
 		<-adaptersDone
 		<-schedDone
-		r.rep.stopTaking()
 	}
 	select {
 	case <-ctx.Done():
-		log.Info().Msg("shutting down: intake stopped, finishing the running message")
 	case err := <-serveErr:
 		stopIntake()
+		r.rep.stopTaking()
 		_, _ = eng.Close(context.Background())
 		return fmt.Errorf("http server stopped: %w", err)
 	}
-	stopIntake()
-	return shutdown(httpSrv, eng, log)
+	return r.drain(ctx, httpSrv, stopIntake) // drain.go
 }
 
 // announce tells the log and the person who started ship what runs.
@@ -455,29 +449,6 @@ func toolsFor(cfg config.Config, p parts, log zerolog.Logger) func(chat.Log, *di
 		}
 		return ts
 	}
-}
-
-// shutdown stops new HTTP connections, lets the running item finish within
-// the budget and releases everyone still waiting, then closes the store.
-func shutdown(httpSrv *http.Server, eng *engine.Engine, log zerolog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
-	defer cancel()
-	// Closing the listeners first means no new request can slip in while
-	// the queue drains; requests already waiting are answered below.
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- httpSrv.Shutdown(ctx) }()
-	pending, err := eng.Close(ctx)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		log.Error().Err(err).Msg("closing engine")
-	}
-	if len(pending) > 0 {
-		log.Warn().Int("pending", len(pending)).Msg("messages left unanswered in the queue; they stay in the chat log")
-	}
-	if err := <-httpDone; err != nil {
-		log.Warn().Err(err).Msg("http shutdown")
-	}
-	log.Info().Msg("stopped")
-	return nil
 }
 
 func printReady(w io.Writer, addr, model, dir string, took time.Duration, console bool) {
