@@ -62,6 +62,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
+	if s.executeCommand(w, r, in) { // /approve, /deny: commands.go
+		return
+	}
 	if wantsStream(r) {
 		// Taken before anything is queued: a refused stream runs nothing.
 		release, ok := s.openStream(w, r)

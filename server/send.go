@@ -47,6 +47,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, ierr.status, ierr.code, ierr.message)
 		return
 	}
+	if s.sendCommand(w, r, in) {
+		return
+	}
 	who := callerIdentity(r.Context())
 	taskID := "t-" + randomHex(8)
 	meta := identityMeta(who)
@@ -84,6 +87,9 @@ type sendResponse struct {
 	Status            string `json:"status"`
 	ReceivedMessageID string `json:"receivedMessageId"`
 	TaskID            string `json:"taskId,omitempty"`
+	// Reply answers a command (/approve CODE, /deny CODE: commands.go),
+	// which starts no run of its own.
+	Reply string `json:"reply,omitempty"`
 }
 
 // metaTaskID is the meta key of an /api/send message's run id in its chat

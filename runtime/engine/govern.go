@@ -239,6 +239,11 @@ func approvalText(a policy.Approval, approvers []string, req dispatch.RequestCon
 		fmt.Fprintf(&b, "\nWho may approve: role %s.", strings.Join(approvers, ", role "))
 	}
 	fmt.Fprintf(&b, "\nAnswer before %s: /approve %s or /deny %s", a.Expires.UTC().Format("15:04 MST"), a.Code, a.Code)
+	if req.Channel == chat.ChannelAPI {
+		// An api chat has no buttons and no chat app: say where these go.
+		b.WriteString(" as the message of POST /api/execute or /api/send in this chat (the caller's token decides who answers), " +
+			"or on the console's Approvals page")
+	}
 	return b.String()
 }
 
