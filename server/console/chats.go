@@ -20,7 +20,6 @@ const (
 
 // Bounds of what one page reads from the chat logs.
 const (
-	maxListedChats  = 500
 	maxSearchHits   = 100
 	hitsPerChat     = 5
 	defaultEntries  = 100
@@ -42,6 +41,9 @@ type chatsData struct {
 	Searched        bool
 	More            bool
 	ConsoleKey      string
+	// From is how many more recent chats this page skips; Total is how
+	// many chats there are (preview.go pages them).
+	From, Total int
 }
 
 // handleChats lists every chat, most recently active first; with q= it
@@ -77,7 +79,7 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for _, h := range hits {
-				d.Hits = append(d.Hits, c.view(h))
+				d.Hits = append(d.Hits, clipHit(c.view(h)))
 			}
 		}
 		slices.SortStableFunc(d.Hits, func(a, b entryView) int { return b.At.Compare(a.At) })
@@ -102,9 +104,12 @@ func (c *Console) handleChats(w http.ResponseWriter, r *http.Request) {
 			Last: last, LastAt: time.UnixMilli(last.TS)})
 	}
 	slices.SortStableFunc(d.Chats, func(a, b chatRow) int { return b.LastAt.Compare(a.LastAt) })
-	if len(d.Chats) > maxListedChats {
-		d.Chats, d.More = d.Chats[:maxListedChats], true
+	d.Total = len(d.Chats)
+	d.From = pageFrom(r.URL.Query().Get("from"))
+	if d.From >= d.Total { // past the end (chats went away): the last page
+		d.From = max(d.Total-1, 0) / chatsPerPage * chatsPerPage
 	}
+	d.Chats = d.Chats[d.From:min(d.From+chatsPerPage, d.Total)]
 	c.render(w, r, "Chats", d.write)
 }
 

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	plainmd "github.com/shipmyagent/ship/adapters/markdown"
 	"github.com/shipmyagent/ship/runtime/policy"
 )
 
@@ -176,7 +175,7 @@ func (d chatsData) write(m *markup) {
 			m.open("li")
 			m.open("a", "href", chatURL(ch.Key))
 			m.open("span", "class", "head")
-			m.el("span", ch.Title, "class", "title")
+			m.el("span", clipRunes(ch.Title, titleRunes), "class", "title")
 			m.raw(" ")
 			m.el("span", ch.Channel, "class", "tag")
 			if ch.Kind != "" && ch.Kind != ch.Channel {
@@ -185,18 +184,11 @@ func (d chatsData) write(m *markup) {
 			}
 			m.close("span")
 			m.el("time", ago(ch.LastAt), "class", "muted", "datetime", ch.LastAt.UTC().Format("2006-01-02T15:04:05Z"))
-			prefix := map[string]string{"assistant": "ship: ", "tool": "⚙ "}[ch.Last.Role]
-			last := ch.Last.Text
-			if ch.Last.Role == "assistant" {
-				last = plainmd.Plain(last) // one line of preview: the words, not the markers
-			}
-			m.el("span", prefix+last, "class", "last")
+			m.el("span", preview(ch.Last.Role, ch.Last.Text), "class", "last")
 			m.raw("</a></li>")
 		}
 		m.close("ul")
-		if d.More {
-			m.el("p", "Only the "+strconv.Itoa(len(d.Chats))+" most recent chats are listed; search to find older ones.", "class", "muted")
-		}
+		d.writePager(m)
 	}
 	m.raw(`</main>`)
 }
