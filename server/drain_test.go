@@ -16,6 +16,7 @@ func TestDrainRefusesNewWorkAndFinishesTheRunningTurn(t *testing.T) {
 	g := newGate()
 	var webhookCalls atomic.Int32
 	e := newEnv(t, setup{handler: g.handler, opts: func(o *server.Options) {
+		o.Console = true
 		o.Webhooks = map[string]http.Handler{"POST /webhook/test": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			webhookCalls.Add(1)
 		})}
@@ -50,6 +51,10 @@ func TestDrainRefusesNewWorkAndFinishesTheRunningTurn(t *testing.T) {
 		if code := r.errorCode(t); code != "SHUTTING_DOWN" {
 			t.Errorf("POST %s: code %s", c.path, code)
 		}
+	}
+	c := e.request(http.MethodPost, "/console/send", []byte("chat=api%3Achat%3Aconsole&text=hi"), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	if c.status != http.StatusServiceUnavailable || c.header.Get("Retry-After") != "3" || !contains(string(c.body), "draining") {
+		t.Errorf("the console's send while draining: %d %q", c.status, c.body)
 	}
 	if n := webhookCalls.Load(); n != 0 {
 		t.Errorf("the webhook handler ran %d times while draining", n)
