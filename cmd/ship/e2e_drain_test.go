@@ -2,10 +2,7 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +19,7 @@ func TestE2EDrainAPI(t *testing.T) {
 	fake := startFake(t, nil)
 	entered, release := blockTurn(t, fake, "slow question")
 	dir := initProject(t)
-	writeGrace(t, dir, 20)
+	setConfig(t, dir, "shutdown", `{"graceSeconds": 20}`)
 	p := startShip(t, dir, modelEnv(fake))
 
 	done := p.echoAsync("", "slow question")
@@ -103,27 +100,6 @@ func TestE2EDrainSecondSignal(t *testing.T) {
 	}
 }
 
-// writeGrace sets shutdown.graceSeconds in the project's ship.json.
-func writeGrace(t *testing.T, dir string, secs int) {
-	t.Helper()
-	path := filepath.Join(dir, "ship.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf("ship.json: %v", err)
-	}
-	cfg["shutdown"] = map[string]any{"graceSeconds": secs}
-	if b, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // runsOf counts the model calls that started a run for the user text text
 // (calls without a tool result).
 func runsOf(fake *fakeopenai.Server, text string) int {
@@ -158,7 +134,7 @@ func TestE2EDrainTelegramBurst(t *testing.T) {
 	}
 	t.Cleanup(fake.Close)
 	dir := initProject(t)
-	writeGrace(t, dir, 25)
+	setConfig(t, dir, "shutdown", `{"graceSeconds": 25}`)
 	env := append(modelEnv(fake, telegramEnv(tg, token)...), "SHIP_LOG_LEVEL=info")
 	var procs []*shipProc
 	start := func() *shipProc {
