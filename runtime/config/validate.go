@@ -215,6 +215,7 @@ var sectionDocs = map[string]string{
 	"cluster":  "docs/cluster.md#running-as-a-cluster-nats-jetstream",
 	"log":      "docs/operations.md#logs",
 	"metrics":  "docs/metrics.md#scraping",
+	"shutdown": "docs/drain.md#graceful-drain",
 }
 
 // docsFor says where a setting is documented: its top-level section's
