@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/google/renameio/v2"
 
@@ -76,7 +77,13 @@ func (a *Adapter) poll(ctx context.Context) error {
 		next, err := a.handleBatch(ctx, raw, offset)
 		if next != offset {
 			offset = next
-			if serr := a.saveOffset(ctx, offset); serr != nil {
+			// Saved even when a stop (drain) came during the batch: what
+			// is logged is confirmed, so the next poller, here after a
+			// restart or on another replica, is not sent it again.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), offsetSaveTimeout)
+			serr := a.saveOffset(sctx, offset)
+			cancel()
+			if serr != nil {
 				a.log.Error().Err(serr).Msg("saving telegram offset; duplicates after a restart will be skipped by message id")
 			}
 		}
@@ -120,6 +127,10 @@ func (a *Adapter) handleBatch(ctx context.Context, raw json.RawMessage, offset i
 	}
 	return offset, nil
 }
+
+// offsetSaveTimeout bounds saving the offset after a batch (in cluster
+// mode a write to NATS).
+const offsetSaveTimeout = 5 * time.Second
 
 // offsetKey is the resume point the update offset is kept under when the
 // processes share it (cluster mode): a decimal number, as ship has always
