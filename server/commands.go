@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/dispatch"
@@ -22,23 +23,28 @@ import (
 // "/help" included, still goes to the agent as before.
 
 // approvalCommand reads "/approve CODE" or "/deny CODE" (any case, the
-// code as the first word after it); ok is false for any other text.
+// code as the first word after it); ok is false for any other text. Only
+// the first two words are looked at: every message passes here.
 func approvalCommand(text string) (code string, approve, ok bool) {
-	fields := strings.Fields(text)
-	if len(fields) == 0 {
-		return "", false, false
-	}
-	switch strings.ToLower(fields[0]) {
+	verb, rest := firstWord(text)
+	switch strings.ToLower(verb) {
 	case "/approve":
 		approve = true
 	case "/deny":
 	default:
 		return "", false, false
 	}
-	if len(fields) > 1 {
-		code = fields[1]
-	}
+	code, _ = firstWord(rest)
 	return code, approve, true
+}
+
+// firstWord splits s after its first word (white space around it dropped).
+func firstWord(s string) (word, rest string) {
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return s[:i], s[i:]
+	}
+	return s, ""
 }
 
 // decideCommand answers an approval command sent into the api chat of in.

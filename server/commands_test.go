@@ -109,7 +109,7 @@ func TestAnAPIChatTakesApproveAndDeny(t *testing.T) {
 
 	// /api/send: the asker may deny their own request.
 	code2, _ := e.askApproval("work")
-	sr := e.command("/api/send", "work", "/deny "+code2, "deny-1", asCaller)
+	sr := e.command("/api/send", "work", "  /DENY\t"+code2+" not now", "deny-1", asCaller)
 	var body struct{ Status, Reply string }
 	if err := json.Unmarshal(sr.body, &body); err != nil || sr.status != http.StatusOK || body.Status != "ok" || !strings.Contains(body.Reply, "Denied "+code2) {
 		t.Errorf("/deny through /api/send: %d %s", sr.status, sr.body)
