@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +95,36 @@ func TestE2EDrainSecondSignal(t *testing.T) {
 	p2 := startShip(t, dir, modelEnv(fake))
 	eventually(t, "the cut-off turn answered after the restart", func() bool {
 		return runsOf(fake, "held question") >= 2
+	})
+	if code := p2.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("second run: exit status %d", code)
+	}
+}
+
+// TestE2EDrainGraceRunsOut: a turn still running when shutdown.graceSeconds
+// is over is cut off, ship exits 0 by itself, and the next start runs the
+// message again (no reply had gone out).
+func TestE2EDrainGraceRunsOut(t *testing.T) {
+	t.Parallel()
+	fake := startFake(t, nil)
+	entered, release := blockTurn(t, fake, "endless question")
+	dir := initProject(t)
+	setConfig(t, dir, "shutdown", `{"graceSeconds": 1}`)
+	p := startShip(t, dir, modelEnv(fake))
+	if r := p.do(t, "POST", "/api/send", `{"userMessageId":"endless-1","message":"endless question","chatId":"g"}`); r.status != http.StatusOK {
+		t.Fatalf("/api/send: %d %s", r.status, r.body)
+	}
+	await(t, entered, "the model call of the message")
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d when the grace ran out, want 0", code)
+	}
+	if !strings.Contains(p.stderr.String(), "running turns cut off") {
+		t.Error("the log does not say that a running turn was cut off")
+	}
+	release()
+	p2 := startShip(t, dir, modelEnv(fake))
+	eventually(t, "the cut-off turn run again after the restart", func() bool {
+		return runsOf(fake, "endless question") >= 2
 	})
 	if code := p2.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("second run: exit status %d", code)
