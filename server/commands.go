@@ -19,8 +19,10 @@ import (
 // through the engine's Decide with the rules of a chat (the approval must be
 // of this chat; only the caller's token identity counts, never the body's
 // userId, and it must be in a role that may approve, or be the asker for a
-// denial). No turn is queued for the command itself. Every other text,
-// "/help" included, still goes to the agent as before.
+// denial). No turn is queued for the command itself. The same holds for
+// /jobs and /cancel ID: a background job's note tells the person to use
+// them, and ship chat is where an API user reads that note. Every other
+// text, "/help" included, still goes to the agent as before.
 
 // approvalCommand reads "/approve CODE" or "/deny CODE" (any case, the
 // code as the first word after it); ok is false for any other text. Only
@@ -81,14 +83,38 @@ func (s *Server) decideCommand(r *http.Request, in executeInput, code string, ap
 	return "Answering the approval failed; try again.", false
 }
 
-// executeCommand answers /api/execute whose instructions are an approval
-// command; ok is false (nothing written) for any other instructions.
+// apiCommand answers a command sent as the message of in: ok is false
+// (nothing decided, nothing written) for any other text; decided says the
+// command did what it asked.
+func (s *Server) apiCommand(r *http.Request, in executeInput) (reply string, decided, ok bool) {
+	if code, approve, ok := approvalCommand(in.instructions); ok {
+		reply, decided = s.decideCommand(r, in, code, approve)
+		return reply, decided, true
+	}
+	verb, rest := firstWord(in.instructions)
+	name := strings.ToLower(strings.TrimPrefix(verb, "/"))
+	if !strings.HasPrefix(verb, "/") || (name != "jobs" && name != "cancel") {
+		return "", false, false
+	}
+	reply, ok = s.opts.Door.JobsCommand(name, rest, in.chatKey, callerIdentity(r.Context()))
+	if !ok {
+		return "", false, false
+	}
+	if reply == "" { // cancelled: the job's own note follows when it stops
+		id, _ := firstWord(rest)
+		return fmt.Sprintf("Cancelling job %s; this chat is told when it has stopped.", strings.ToUpper(id)), true, true
+	}
+	return reply, name == "jobs", true
+}
+
+// executeCommand answers /api/execute whose instructions are a command
+// (/approve, /deny, /jobs, /cancel); ok is false (nothing written) for any
+// other instructions.
 func (s *Server) executeCommand(w http.ResponseWriter, r *http.Request, in executeInput) (ok bool) {
-	code, approve, ok := approvalCommand(in.instructions)
+	reply, decided, ok := s.apiCommand(r, in)
 	if !ok {
 		return false
 	}
-	reply, decided := s.decideCommand(r, in, code, approve)
 	writeJSON(w, r, http.StatusOK, executeResponse{
 		Success: decided, Output: reply, Replies: []string{reply},
 		ToolCalls: []turn.ToolCall{}, Artifacts: []turn.Artifact{},
@@ -97,14 +123,13 @@ func (s *Server) executeCommand(w http.ResponseWriter, r *http.Request, in execu
 	return true
 }
 
-// sendCommand answers /api/send whose message is an approval command:
-// status "ok" when it was decided, "refused" when not, with the reply.
+// sendCommand answers /api/send whose message is a command: status "ok"
+// when it was done, "refused" when not, with the reply.
 func (s *Server) sendCommand(w http.ResponseWriter, r *http.Request, in executeInput) (ok bool) {
-	code, approve, ok := approvalCommand(in.instructions)
+	reply, decided, ok := s.apiCommand(r, in)
 	if !ok {
 		return false
 	}
-	reply, decided := s.decideCommand(r, in, code, approve)
 	res := sendResponse{Status: "ok", ReceivedMessageID: in.messageID, Reply: reply}
 	if !decided {
 		res.Status = "refused"

@@ -38,9 +38,22 @@ const chatHelp = `Commands:
   /history [n]  show the last n messages of this chat (default 10)
   /info         show the server, chat and model
   /clear        clear the screen
+  /jobs, /cancel ID, /approve CODE, /deny CODE
+                go to ship, as in any chat: background jobs and approvals
   /quit         leave (also /exit, Ctrl+C, or Ctrl+D on an empty line)
   //text        send "/text" as a message
 A line ending with \ continues on the next line.`
+
+// serverCommand says whether name is a chat command ship itself answers in
+// an api chat (server/commands.go): those are sent as messages, not taken
+// here.
+func serverCommand(name string) bool {
+	switch name {
+	case "jobs", "cancel", "approve", "deny":
+		return true
+	}
+	return false
+}
 
 // parseCommand recognises a slash command. isCmd is false for a message,
 // whose text is returned (with a leading "//" turned into "/"); err says
@@ -55,6 +68,9 @@ func parseCommand(line string) (cmd chatCommand, text string, isCmd bool, err er
 	}
 	fields := strings.Fields(trimmed)
 	name, args := strings.ToLower(fields[0][1:]), fields[1:]
+	if serverCommand(name) {
+		return chatCommand{}, trimmed, false, nil
+	}
 	switch name {
 	case "quit", "exit", "q":
 		name = "quit"

@@ -120,8 +120,8 @@ func (c *pipedChat) checkJobLines(count map[string]int, want ...string) {
 // TestE2EChatShowsJobLines is `ship chat` (plain, piped) against the real
 // binary: a background exec_shell job the chat starts shows a line when
 // it starts and one when it ends, once each, while the session goes on.
-// (/cancel is a command of the platforms' chats, not of the API's: the
-// other endings' lines are checked in chat_jobs_test.go.)
+// (The other endings' lines are checked in chat_jobs_test.go; /cancel in
+// TestE2EChatCancelsAJob.)
 func TestE2EChatShowsJobLines(t *testing.T) {
 	t.Parallel()
 	fake := startFake(t, fakeopenai.RunCommands)
@@ -152,6 +152,44 @@ func TestE2EChatShowsJobLines(t *testing.T) {
 	c.say("bye")
 	c.waitLine("— ")
 	c.checkJobLines(c.end(), "⚙ job J1 started:", "⚙ job J1 done")
+}
+
+// TestE2EChatCancelsAJob: in `ship chat`, /jobs lists the chat's running
+// job and /cancel stops it, as in a platform chat: the command is answered
+// at once (no turn runs for it), the job's process is gone, its line says
+// who cancelled it, and no result turn follows.
+func TestE2EChatCancelsAJob(t *testing.T) {
+	t.Parallel()
+	fake := startFake(t, fakeopenai.RunCommands)
+	dir := initProject(t)
+	setTools(t, dir, `{"exec": {"enabled": true, "sandbox": "off"}, "allow": ["exec_shell"]}`)
+	if err := os.WriteFile(filepath.Join(dir, "job.sh"), []byte(jobScript+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startShip(t, dir, modelEnv(fake))
+
+	c := startPipedChat(t, baseEnv(), "--url", p.url, "--chat", "cancels")
+	c.say("bg: sh job.sh c")
+	c.waitLine("⚙ job J1 started")
+	c.waitLine("— ")
+	pid := readJobPID(t, dir, "c")
+	calls := fake.RequestCount()
+	c.say("/jobs")
+	if l := c.waitLine("J1 running"); !strings.Contains(l, "exec_shell `sh job.sh c`") {
+		t.Errorf("/jobs line %q", l)
+	}
+	c.say("/cancel J1")
+	c.waitLine("Cancelling job J1")
+	if l := c.waitLine("⚙ job J1 "); !strings.HasPrefix(l, "⚙ job J1 cancelled by ") {
+		t.Errorf("end line %q", l)
+	}
+	processGone(t, pid)
+	if n := fake.RequestCount(); n != calls {
+		t.Errorf("the model was called %d times for /jobs and /cancel, want none", n-calls)
+	}
+	c.say("bye")
+	c.waitLine("— ")
+	c.checkJobLines(c.end(), "⚙ job J1 started:", "⚙ job J1 cancelled")
 }
 
 // mcpJobCalls is mcpCalls, answering a job's result turn in words.

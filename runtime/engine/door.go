@@ -48,6 +48,10 @@ type Door interface {
 	// chat is told. ErrJobsOff without jobs; ErrJobUnknown,
 	// ErrJobNotRunning when there is nothing to stop.
 	CancelJob(chatKey, id, by string) (Job, error)
+	// JobsCommand answers /jobs and /cancel ID sent into an api chat by
+	// the caller whose token proves identity, with a platform chat's rules
+	// and words; ok is false for another command.
+	JobsCommand(name, args, chatKey, identity string) (reply string, ok bool)
 }
 
 // View is what the HTTP API and the console may read of ship's core:

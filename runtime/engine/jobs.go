@@ -12,6 +12,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/events"
 	"github.com/shipmyagent/ship/runtime/ingress"
 	"github.com/shipmyagent/ship/runtime/jobs"
+	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/turn"
 )
 
@@ -161,10 +162,15 @@ func (e *Engine) CancelJob(chatKey, id, by string) (jobs.Job, error) {
 
 // jobsCommand answers /jobs: the chat's jobs with state and age.
 func (e *Engine) jobsCommand(req dispatch.RequestContext) string {
+	return e.jobsText(req.ChatKey)
+}
+
+// jobsText lists chatKey's jobs for /jobs.
+func (e *Engine) jobsText(chatKey string) string {
 	if e.jobs == nil {
 		return "Background jobs are not enabled here."
 	}
-	list := e.jobs.List(req.ChatKey)
+	list := e.jobs.List(chatKey)
 	if len(list) == 0 {
 		return "No background jobs in this chat."
 	}
@@ -198,17 +204,17 @@ func (e *Engine) hasRunning(list []jobs.Job) bool {
 	return false
 }
 
-// mayCancel says whether the sender of req may cancel job id of their
-// chat: the person who started it, or one whose role may approve tool
-// calls. Another member stopping someone's build is what a role is for.
-// An id the chat does not have is left for CancelJob to refuse.
-func (e *Engine) mayCancel(req dispatch.RequestContext, id string) bool {
+// mayCancel says whether who (an identity) may cancel job id of chatKey:
+// the person who started it, or one whose role may approve tool calls.
+// Another member stopping someone's build is what a role is for. An id the
+// chat does not have is left for CancelJob to refuse.
+func (e *Engine) mayCancel(chatKey, who, id string) bool {
 	if e.jobs == nil {
 		return true
 	}
-	for _, j := range e.jobs.List(req.ChatKey) {
+	for _, j := range e.jobs.List(chatKey) {
 		if strings.EqualFold(j.ID, id) {
-			return j.Identity == identity(req) || e.gov.current().CanApprove(identity(req))
+			return j.Identity == who || e.gov.current().CanApprove(who)
 		}
 	}
 	return true
@@ -217,14 +223,20 @@ func (e *Engine) mayCancel(req dispatch.RequestContext, id string) bool {
 // cancelCommand answers /cancel ID. The chat is told by the note the
 // cancelled job sends when it has stopped, so a success has no reply.
 func (e *Engine) cancelCommand(args string, req dispatch.RequestContext) string {
+	return e.cancelAs(args, req.ChatKey, identity(req), who(req.Username, identity(req)))
+}
+
+// cancelAs answers /cancel ID in chatKey from the person whose identity is
+// id and whose name the chat is told.
+func (e *Engine) cancelAs(args, chatKey, ident, name string) string {
 	id, _, _ := strings.Cut(strings.TrimSpace(args), " ")
 	if id == "" {
 		return "Usage: /cancel ID (the ids are in /jobs)."
 	}
-	if !e.mayCancel(req, id) {
+	if !e.mayCancel(chatKey, ident, id) {
 		return fmt.Sprintf("Only whoever started job %s, or an approver, may cancel it.", strings.ToUpper(id))
 	}
-	_, err := e.CancelJob(req.ChatKey, id, who(req.Username, identity(req)))
+	_, err := e.CancelJob(chatKey, id, name)
 	switch {
 	case err == nil:
 		return ""
@@ -236,4 +248,19 @@ func (e *Engine) cancelCommand(args string, req dispatch.RequestContext) string 
 		return fmt.Sprintf("Job %s is not running.", strings.ToUpper(id))
 	}
 	return "Cancelling the job failed; try again."
+}
+
+// JobsCommand answers /jobs and /cancel ID sent into an api chat (ship chat,
+// /api/execute, /api/send) by the caller whose token proves identity: the
+// same words and the same rule (the job's starter or an approver cancels)
+// as in a platform chat, where the identity comes from the platform. ok is
+// false when name is neither.
+func (e *Engine) JobsCommand(name, args, chatKey, identity string) (reply string, ok bool) {
+	switch strings.ToLower(name) {
+	case "jobs":
+		return e.jobsText(chatKey), true
+	case "cancel":
+		return e.cancelAs(args, chatKey, identity, policy.VisibleLine(identity)), true
+	}
+	return "", false
 }

@@ -139,6 +139,14 @@ func TestCancelledJobTellsTheChatAndBringsNoResult(t *testing.T) {
 	if reply, _ := h.engine.Command(context.Background(), "cancel", "j1", other); !strings.Contains(reply, "Only whoever started job J1, or an approver") {
 		t.Errorf("/cancel j1 by another member without a role = %q, want a refusal", reply)
 	}
+	// The api chats' path (ship chat, /api/execute) holds the same rule
+	// for the identity a token proves.
+	if reply, _ := h.engine.JobsCommand("cancel", "j1", key, "api:mallory"); !strings.Contains(reply, "Only whoever started job J1, or an approver") {
+		t.Errorf("/cancel j1 by another token's identity = %q, want a refusal", reply)
+	}
+	if reply, _ := h.engine.JobsCommand("jobs", "", key, "api:mallory"); !strings.Contains(reply, "J1 running") {
+		t.Errorf("/jobs = %q", reply)
+	}
 	if reply, _ := h.engine.Command(context.Background(), "cancel", "j1", req); reply != "" {
 		t.Errorf("/cancel j1 = %q, want no reply (the note follows)", reply)
 	}
