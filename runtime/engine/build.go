@@ -35,7 +35,9 @@ func newPicker(opts *Options) (*modelPicker, string, error) {
 	if err != nil {
 		return nil, switchRule, err
 	}
-	return &modelPicker{catalog: cat, choices: choices, log: opts.Logger}, switchRule, nil
+	p := &modelPicker{choices: choices, log: opts.Logger}
+	p.current.Store(cat)
+	return p, switchRule, nil
 }
 
 // openChoices keeps each chat's /model choice in the shared table

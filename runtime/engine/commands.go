@@ -86,8 +86,8 @@ func (e *Engine) status(ctx context.Context, chatKey string) string {
 // statusModel is the model /status names: the chat's, as "name
 // (provider/model)" when several are configured.
 func (e *Engine) statusModel(ctx context.Context, chatKey string) string {
-	if len(e.picker.catalog.List()) == 1 && e.model != "" {
-		return e.model
+	if label := e.settings().label; len(e.picker.catalog().List()) == 1 && label != "" {
+		return label
 	}
 	return e.ChatModel(ctx, chatKey).Label()
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -165,7 +166,6 @@ type Engine struct {
 	ingress  *ingress.Ingress
 	journal  *journal.Journal // nil without Options.JournalPath
 	runs     journal.Recorder // journal, or the cluster's run state; nil without either
-	model    string
 
 	log       zerolog.Logger
 	recovered []journal.Item
@@ -174,8 +174,9 @@ type Engine struct {
 	questions *questions.Store // nil without Options.Questions
 	memory    *memory.Store    // nil without Options.Memory
 
-	picker     *modelPicker
-	switchRule string        // llm.switch
+	picker *modelPicker
+	// reloadable is the default model's label and llm.switch (SetModels).
+	reloadable atomic.Pointer[reloadable]
 	profiles   *profiles.Set // agents; nil without
 
 	usage *usage.Tally  // nil without Options.Usage
@@ -230,10 +231,10 @@ func New(opts Options) (*Engine, error) {
 	}
 	var summaryModel llms.Model
 	if opts.SummaryModel != "" {
-		m, ok := picker.catalog.Get(opts.SummaryModel)
+		m, ok := picker.catalog().Get(opts.SummaryModel)
 		if !ok {
 			st.close()
-			return nil, fmt.Errorf("history.summaryModel: no model %q in llm.models (have %s)", opts.SummaryModel, strings.Join(picker.catalog.Names(), ", "))
+			return nil, fmt.Errorf("history.summaryModel: no model %q in llm.models (have %s)", opts.SummaryModel, strings.Join(picker.catalog().Names(), ", "))
 		}
 		summaryModel = m.LLM
 	}
@@ -267,10 +268,11 @@ func New(opts Options) (*Engine, error) {
 			Shared: opts.Shared, Claims: opts.Claims, OnRefused: countRefused(opts.Metrics, refusedEvent(bus)),
 			Budget: budgetCheck(opts.Usage, opts.TokenBudget, gov),
 		}),
-		journal: st.journal, runs: st.runs, model: opts.ModelName, log: opts.Logger, recovered: st.recovered, gov: gov,
-		picker: picker, switchRule: switchRule, profiles: opts.Profiles, questions: opts.Questions, memory: opts.Memory, usage: opts.Usage,
+		journal: st.journal, runs: st.runs, log: opts.Logger, recovered: st.recovered, gov: gov,
+		picker: picker, profiles: opts.Profiles, questions: opts.Questions, memory: opts.Memory, usage: opts.Usage,
 		metrics: opts.Metrics,
 	}
+	e.reloadable.Store(&reloadable{label: opts.ModelName, switchRule: switchRule})
 	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
 	e.startJobs(opts.Jobs)
 	e.watchGauges(opts.Metrics)

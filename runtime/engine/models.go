@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -15,11 +16,18 @@ import (
 
 // modelPicker decides which model answers each run: the one the request
 // named (llmConfig), else the one the chat switched to, else the default.
+//
+// The catalog is swapped whole by a configuration reload (SetModels): a
+// run reads it once, when it starts, and keeps the model it got to its
+// end; the next run gets the new catalog.
 type modelPicker struct {
-	catalog *models.Catalog
+	current atomic.Pointer[models.Catalog]
 	choices *models.Choices
 	log     zerolog.Logger
 }
+
+// catalog is the catalog in force now.
+func (p *modelPicker) catalog() *models.Catalog { return p.current.Load() }
 
 // ChatModel is the model chatKey uses now. In cluster mode that is one
 // read of the shared choices; when it fails the turn still goes on, with
@@ -30,12 +38,13 @@ func (p *modelPicker) chatModel(ctx context.Context, chatKey string) models.Mode
 		p.log.Warn().Err(err).Str("chatKey", chatKey).Str("using", ch.Model).
 			Msg("reading the chat's model choice failed; using the one this replica saw last")
 	}
+	cat := p.catalog()
 	if ok {
-		if m, ok := p.catalog.Get(ch.Model); ok {
+		if m, ok := cat.Get(ch.Model); ok {
 			return m
 		}
 	}
-	return p.catalog.Default()
+	return cat.Default()
 }
 
 // forRun returns the model of one run and its call options: the request's,
@@ -43,11 +52,11 @@ func (p *modelPicker) chatModel(ctx context.Context, chatKey string) models.Mode
 func (p *modelPicker) forRun(ctx context.Context, chatKey string, o llm.Override, log zerolog.Logger) (models.Model, llm.CallOptions) {
 	m := p.chatModel(ctx, chatKey)
 	if o.Model != "" {
-		if named, ok := p.catalog.Get(o.Model); ok {
+		if named, ok := p.catalog().Get(o.Model); ok {
 			m = named
 		} else {
-			// Only after a restart with a changed ship.json: the request
-			// was checked when it came in.
+			// Only after a restart or a reload with a changed ship.json:
+			// the request was checked when it came in.
 			log.Warn().Str("model", o.Model).Str("using", m.Name).Msg("the model this request named is no longer configured; using the chat's")
 		}
 	}
@@ -59,7 +68,32 @@ func (p *modelPicker) forRun(ctx context.Context, chatKey string, o llm.Override
 }
 
 // Models are the configured models (GET /api/models, llmConfig).
-func (e *Engine) Models() *models.Catalog { return e.picker.catalog }
+func (e *Engine) Models() *models.Catalog { return e.picker.catalog() }
+
+// SetModels puts cat in force from the next run on (a configuration
+// reload): runs already going keep the model they started with. label is
+// what /status names when cat has one model ("openai/gpt-4o-mini"), and
+// switchRule is llm.switch; a bad rule changes nothing.
+func (e *Engine) SetModels(cat *models.Catalog, label, switchRule string) error {
+	rule, err := models.ParseSwitch(switchRule)
+	if err != nil {
+		return fmt.Errorf("llm.switch: %w", err)
+	}
+	e.picker.choices.SetCatalog(cat)
+	e.picker.current.Store(cat)
+	e.reloadable.Store(&reloadable{label: label, switchRule: rule})
+	return nil
+}
+
+// reloadable are the engine's settings a configuration reload replaces
+// besides the catalog.
+type reloadable struct {
+	label      string // the default model as /status names it
+	switchRule string // llm.switch
+}
+
+// settings are the reloadable settings in force.
+func (e *Engine) settings() *reloadable { return e.reloadable.Load() }
 
 // ChatModel is the model chatKey uses now (its /model choice or the
 // default).
@@ -70,7 +104,7 @@ func (e *Engine) ChatModel(ctx context.Context, chatKey string) models.Model {
 // modelCommand answers "/model" (list) and "/model NAME" (switch this
 // chat).
 func (e *Engine) modelCommand(ctx context.Context, args string, req dispatch.RequestContext) string {
-	cat := e.picker.catalog
+	cat := e.picker.catalog()
 	current := e.picker.chatModel(ctx, req.ChatKey)
 	name, _, _ := strings.Cut(strings.TrimSpace(args), " ")
 	if name == "" {
@@ -129,13 +163,14 @@ func (e *Engine) modelCommand(ctx context.Context, args string, req dispatch.Req
 // if not, why (one line for the chat). The rule is llm.switch; approvers
 // are the members of a tool-policy role with "approve": true.
 func (e *Engine) maySwitch(req dispatch.RequestContext) (bool, string) {
+	rule := e.settings().switchRule
 	approver := func() (bool, string) {
 		pol := e.gov.current()
 		if pol.CanApprove(identity(req)) {
 			return true, ""
 		}
 		where := ""
-		if e.switchRule == models.SwitchPrivate {
+		if rule == models.SwitchPrivate {
 			where = " in a group"
 		}
 		roles := pol.ApproverRoles()
@@ -144,7 +179,7 @@ func (e *Engine) maySwitch(req dispatch.RequestContext) (bool, string) {
 		}
 		return false, fmt.Sprintf("Only approvers (role %s) may switch the model%s.", strings.Join(roles, ", role "), where)
 	}
-	switch e.switchRule {
+	switch rule {
 	case models.SwitchAnyone:
 		return true, ""
 	case models.SwitchOff:

@@ -174,8 +174,8 @@ func (e *Engine) spawn(ctx context.Context, in spawnArgs) (jobs.Job, error) {
 		return jobs.Job{}, fmt.Errorf("refused: this run already started %d sub-agents, the most one run may (tools.agents.maxPerRun)", e.sub.opts.MaxPerRun)
 	}
 	if in.Model != "" {
-		if _, ok := e.picker.catalog.Get(in.Model); !ok {
-			return jobs.Job{}, fmt.Errorf("no model %q in llm.models (have %s)", in.Model, strings.Join(e.picker.catalog.Names(), ", "))
+		if _, ok := e.picker.catalog().Get(in.Model); !ok {
+			return jobs.Job{}, fmt.Errorf("no model %q in llm.models (have %s)", in.Model, strings.Join(e.picker.catalog().Names(), ", "))
 		}
 	}
 	run, _ := dispatch.RunFrom(ctx)

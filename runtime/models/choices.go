@@ -108,6 +108,16 @@ func SharedChoices(t records.Table, cat *Catalog, log zerolog.Logger) *Choices {
 	return &Choices{shared: t, cat: cat, log: log, now: time.Now, chats: map[string]Choice{}, warned: map[string]string{}}
 }
 
+// SetCatalog makes cat the catalog choices are checked against (a
+// configuration reload). A choice naming a model cat lacks is kept: its
+// chat uses the default until a later reload brings the model back.
+func (c *Choices) SetCatalog(cat *Catalog) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cat = cat
+	clear(c.warned)
+}
+
 // warnUnknown logs that chatKey's choice names a model no longer
 // configured.
 func (c *Choices) warnUnknown(chatKey string, ch Choice) {
