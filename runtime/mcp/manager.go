@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -84,16 +85,23 @@ type ServerStatus struct {
 }
 
 // Manager owns the sessions with the configured MCP servers. Create it
-// with New, start it with Start, stop it with Close.
+// with New, start it with Start, change its servers with Update (a
+// configuration reload), stop it with Close.
 type Manager struct {
-	opts    Options
+	opts Options
+
+	// setMu guards the server set: Update replaces servers and names
+	// whole, readers copy what they need and call the servers unlocked.
+	setMu   sync.RWMutex
 	servers map[string]*server
 	names   []string // sorted
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
+	ctx     context.Context // Start's, for servers Update adds later
 	cancel  context.CancelFunc
 	started bool
+	closed  bool
 	wg      sync.WaitGroup
 }
 
@@ -126,15 +134,108 @@ func (m *Manager) Start(ctx context.Context) {
 		return
 	}
 	m.started = true
-	ctx, m.cancel = context.WithCancel(ctx)
+	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.setMu.RLock()
+	defer m.setMu.RUnlock()
 	for _, name := range m.names {
-		s := m.servers[name]
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			s.run(ctx)
-		}()
+		m.launch(m.servers[name])
 	}
+}
+
+// launch runs s's session loop until s is retired or the Manager
+// closed; m.mu is held.
+func (m *Manager) launch(s *server) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	s.cancel, s.done = cancel, make(chan struct{})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(s.done)
+		s.run(ctx)
+	}()
+}
+
+// Update makes servers the configured set (a configuration reload):
+// a server added starts, one removed stops, one whose settings changed
+// restarts with the new ones. Tools of removed servers are no longer
+// offered at once; a call already running on one ends as it would
+// (within the server's timeout) before its session is closed, and a new
+// call to it is refused with a message that says why. It returns the
+// names added, removed and restarted.
+func (m *Manager) Update(servers map[string]config.MCPServer) (added, removed, restarted []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, nil, nil
+	}
+	m.setMu.Lock()
+	next := make(map[string]*server, len(servers))
+	var retire []*server
+	for name, s := range m.servers {
+		cfg, keep := servers[name]
+		switch {
+		case !keep:
+			removed = append(removed, name)
+			retire = append(retire, s)
+		case !reflect.DeepEqual(cfg, s.cfg):
+			restarted = append(restarted, name)
+			retire = append(retire, s)
+		default:
+			next[name] = s
+		}
+	}
+	var fresh []*server
+	for name, cfg := range servers {
+		if _, ok := next[name]; ok {
+			continue
+		}
+		if _, had := m.servers[name]; !had {
+			added = append(added, name)
+		}
+		s := newServer(m, name, cfg)
+		next[name] = s
+		fresh = append(fresh, s)
+	}
+	names := make([]string, 0, len(next))
+	for name := range next {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	m.servers, m.names = next, names
+	m.setMu.Unlock()
+	for _, s := range retire {
+		m.retire(s)
+	}
+	if m.started {
+		for _, s := range fresh {
+			m.launch(s)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	slices.Sort(restarted)
+	m.notifyLocked()
+	return added, removed, restarted
+}
+
+// retire stops s once the calls running on it have ended: new calls are
+// refused now, the session is closed after the last running one (each
+// ends within the server's timeout). m.mu is held.
+func (m *Manager) retire(s *server) {
+	s.mu.Lock()
+	s.retired = true
+	s.mu.Unlock()
+	if s.cancel == nil {
+		return // never started
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		s.calls.Wait()
+		s.cancel()
+		<-s.done
+		s.log.Info().Msg("mcp server stopped: it left the configuration or changed")
+	}()
 }
 
 // Close ends every session (a stdio server's stdin is closed, then it is
@@ -143,6 +244,7 @@ func (m *Manager) Close() {
 	m.mu.Lock()
 	cancel := m.cancel
 	m.started = true // a Start after Close does nothing
+	m.closed = true
 	m.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -150,11 +252,23 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 }
 
+// current returns the servers in force, by name.
+func (m *Manager) current() []*server {
+	m.setMu.RLock()
+	defer m.setMu.RUnlock()
+	out := make([]*server, 0, len(m.names))
+	for _, name := range m.names {
+		out = append(out, m.servers[name])
+	}
+	return out
+}
+
 // Status reports every server, by name.
 func (m *Manager) Status() []ServerStatus {
-	out := make([]ServerStatus, 0, len(m.names))
-	for _, name := range m.names {
-		out = append(out, m.servers[name].status())
+	list := m.current()
+	out := make([]ServerStatus, 0, len(list))
+	for _, s := range list {
+		out = append(out, s.status())
 	}
 	return out
 }
@@ -164,8 +278,8 @@ func (m *Manager) Status() []ServerStatus {
 // then says the server is down instead of the tool vanishing mid-talk.
 func (m *Manager) Tools() []Tool {
 	var out []Tool
-	for _, name := range m.names {
-		out = append(out, m.servers[name].toolList()...)
+	for _, s := range m.current() {
+		out = append(out, s.toolList()...)
 	}
 	return out
 }
@@ -180,9 +294,13 @@ func (m *Manager) Changed() <-chan struct{} {
 
 func (m *Manager) notify() {
 	m.mu.Lock()
+	m.notifyLocked()
+	m.mu.Unlock()
+}
+
+func (m *Manager) notifyLocked() {
 	close(m.changed)
 	m.changed = make(chan struct{})
-	m.mu.Unlock()
 }
 
 // Result is a tool call's answer as the model should see it.
@@ -198,7 +316,9 @@ type Result struct {
 // did not answer in time, or refused the call. It never waits longer than
 // the server's timeout.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (Result, error) {
+	m.setMu.RLock()
 	s, ok := m.servers[server]
+	m.setMu.RUnlock()
 	if !ok {
 		return Result{}, fmt.Errorf("there is no mcp server %q", server)
 	}

@@ -31,6 +31,12 @@ type server struct {
 	log     zerolog.Logger
 	// refresh asks the session loop to read the tool list again.
 	refresh chan struct{}
+	// cancel ends the session loop and done is closed when it has
+	// (Manager.launch); calls counts the calls running on the session,
+	// which a retired server lets end before it stops.
+	cancel context.CancelFunc
+	done   chan struct{}
+	calls  sync.WaitGroup
 
 	mu       sync.Mutex
 	state    string
@@ -44,6 +50,9 @@ type server struct {
 	// reconnects without waiting for the SDK to notice.
 	broken     chan struct{}
 	brokenOnce *sync.Once
+	// retired: the server left the configuration (or changed); it takes
+	// no new call.
+	retired bool
 }
 
 func newServer(m *Manager, name string, cfg config.MCPServer) *server {
@@ -241,6 +250,14 @@ func (s *server) toolList() []Tool {
 func (s *server) call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration) (Result, error) {
 	s.mu.Lock()
 	sess, state, lastErr, broken := s.sess, s.state, s.lastErr, s.brokenOnce
+	if s.retired {
+		s.mu.Unlock()
+		return Result{}, fmt.Errorf("mcp server %s was removed or changed in ship.json while this turn ran; its tools are gone until the next turn", s.name)
+	}
+	if sess != nil {
+		s.calls.Add(1) // under mu: retire sets retired before it waits
+		defer s.calls.Done()
+	}
 	s.mu.Unlock()
 	if sess == nil {
 		why := state
