@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -87,52 +88,101 @@ type ExecShellOptions struct {
 // may run at all is for the caller to decide (see ExecShellCommand). It is
 // safe for concurrent use.
 type ExecShell struct {
-	dir            string
+	dir     string
+	dropEnv map[string]bool
+	log     zerolog.Logger
+	jobs    *jobs.Manager
+	// opts are the options it was built with: Update takes the
+	// reloadable ones from its argument and the rest from here.
+	opts ExecShellOptions
+	// set are the settings a configuration reload replaces (Update); a
+	// call reads them once, when it starts, and keeps them to its end.
+	set atomic.Pointer[execSettings]
+}
+
+// execSettings are exec_shell's reloadable settings.
+type execSettings struct {
 	defaultTimeout time.Duration
 	maxTimeout     time.Duration
 	maxOutput      int
-	dropEnv        map[string]bool
 	secrets        *secrets.Set
-	log            zerolog.Logger
+	values         []string // what secrets was made of
 	sandbox        *sandbox
-	jobs           *jobs.Manager
 }
 
 // NewExecShell builds exec_shell from opts, filling in the defaults.
 func NewExecShell(opts ExecShellOptions) *ExecShell {
 	t := &ExecShell{
-		dir:            opts.Dir,
-		defaultTimeout: opts.DefaultTimeout,
-		maxTimeout:     opts.MaxTimeout,
-		maxOutput:      opts.MaxOutput,
-		dropEnv:        map[string]bool{},
-		log:            opts.Logger.With().Str("tool", ExecShellName).Logger(),
-		jobs:           opts.Jobs,
+		dir:     opts.Dir,
+		dropEnv: map[string]bool{},
+		log:     opts.Logger.With().Str("tool", ExecShellName).Logger(),
+		jobs:    opts.Jobs,
+		opts:    opts,
 	}
 	if t.dir != "" {
 		if abs, err := filepath.Abs(t.dir); err == nil {
 			t.dir = abs
 		}
 	}
-	t.sandbox = newSandbox(opts, sandboxDir(t.dir), t.log)
-	if t.maxTimeout <= 0 {
-		t.maxTimeout = DefaultExecMaxTimeout
-	}
-	if t.defaultTimeout <= 0 {
-		t.defaultTimeout = DefaultExecTimeout
-	}
-	t.defaultTimeout = min(t.defaultTimeout, t.maxTimeout)
-	if t.maxOutput <= 0 {
-		t.maxOutput = DefaultExecMaxOutput
-	}
 	values := append([]string(nil), opts.Secrets...)
 	for _, name := range opts.DropEnv {
 		t.dropEnv[name] = true
 		values = append(values, os.Getenv(name))
 	}
-	t.secrets = secrets.New(values)
+	t.set.Store(t.settings(opts, values, nil))
 	return t
 }
+
+// settings builds the reloadable settings of opts, hiding values; it
+// keeps prev's sandbox when its mode and network stay (its check is
+// done once).
+func (t *ExecShell) settings(opts ExecShellOptions, values []string, prev *execSettings) *execSettings {
+	s := &execSettings{defaultTimeout: opts.DefaultTimeout, maxTimeout: opts.MaxTimeout, maxOutput: opts.MaxOutput,
+		values: values, secrets: secrets.New(values)}
+	mode := opts.Sandbox
+	if mode == "" {
+		mode = SandboxAuto
+	}
+	if prev != nil && prev.sandbox.mode == mode && prev.sandbox.network == opts.Network {
+		s.sandbox = prev.sandbox
+	} else {
+		s.sandbox = newSandbox(opts, sandboxDir(t.dir), t.log)
+	}
+	if s.maxTimeout <= 0 {
+		s.maxTimeout = DefaultExecMaxTimeout
+	}
+	if s.defaultTimeout <= 0 {
+		s.defaultTimeout = DefaultExecTimeout
+	}
+	s.defaultTimeout = min(s.defaultTimeout, s.maxTimeout)
+	if s.maxOutput <= 0 {
+		s.maxOutput = DefaultExecMaxOutput
+	}
+	return s
+}
+
+// Update puts opts's timeouts, output cap, sandbox mode and network in
+// force from the next call on (a configuration reload); calls running
+// keep theirs. Secrets are added to the ones hidden already, never
+// dropped: a credential replaced in ship.json may still be in a chat.
+// The folder, the dropped variables, the hidden names and the jobs stay
+// as built.
+func (t *ExecShell) Update(opts ExecShellOptions) {
+	prev := t.cur()
+	next := t.opts
+	next.DefaultTimeout, next.MaxTimeout, next.MaxOutput = opts.DefaultTimeout, opts.MaxTimeout, opts.MaxOutput
+	next.Sandbox, next.Network = opts.Sandbox, opts.Network
+	values := append(append([]string(nil), prev.values...), opts.Secrets...)
+	s := t.settings(next, values, prev)
+	t.set.Store(s)
+	if s.sandbox != prev.sandbox {
+		// Checked in the background, as at start-up: the outcome is logged.
+		go s.sandbox.check(context.Background())
+	}
+}
+
+// cur is the settings in force.
+func (t *ExecShell) cur() *execSettings { return t.set.Load() }
 
 // sandboxDir is the project folder as the sandbox binds it: absolute, with
 // symlinks resolved, so that the names it hides are found where they
@@ -149,7 +199,7 @@ func sandboxDir(dir string) string {
 
 // SandboxStatus reports the sandbox as known now, without waiting for its
 // check (Checked is false until then).
-func (t *ExecShell) SandboxStatus() SandboxStatus { return t.sandbox.current() }
+func (t *ExecShell) SandboxStatus() SandboxStatus { return t.cur().sandbox.current() }
 
 // SandboxState is SandboxStatus for the core (engine.Sandboxed), which
 // shows it in GET /api/tools without knowing its type.
@@ -158,18 +208,19 @@ func (t *ExecShell) SandboxState() any { return t.SandboxStatus() }
 // CheckSandbox checks, once, that the sandbox works, logs the outcome and
 // returns it. The first command does it if nothing did before; ship start
 // does it in the background so that the answer is in the log early.
-func (t *ExecShell) CheckSandbox(ctx context.Context) SandboxStatus { return t.sandbox.check(ctx) }
+func (t *ExecShell) CheckSandbox(ctx context.Context) SandboxStatus { return t.cur().sandbox.check(ctx) }
 
 // Definition describes exec_shell to the model.
 func (t *ExecShell) Definition() llms.FunctionDefinition {
+	set := t.cur()
 	where := "the project folder " + t.dir
 	if t.dir == "" {
 		where = "the project folder (the current directory)"
 	}
 	props := map[string]any{
 		"command": map[string]any{"type": "string", "description": "The shell command line, run as `sh -c command`."},
-		"timeoutMs": map[string]any{"type": "integer", "minimum": 1, "maximum": t.maxTimeoutMs(),
-			"description": fmt.Sprintf("Timeout in milliseconds (default %d, at most %d).", t.defaultTimeout.Milliseconds(), t.maxTimeout.Milliseconds()) + t.backgroundTimeoutText()},
+		"timeoutMs": map[string]any{"type": "integer", "minimum": 1, "maximum": t.maxTimeoutMs(set),
+			"description": fmt.Sprintf("Timeout in milliseconds (default %d, at most %d).", set.defaultTimeout.Milliseconds(), set.maxTimeout.Milliseconds()) + t.backgroundTimeoutText()},
 	}
 	if t.jobs != nil {
 		props["background"] = map[string]any{"type": "boolean",
@@ -183,7 +234,7 @@ func (t *ExecShell) Definition() llms.FunctionDefinition {
 			"when it times out (default %s, at most %s) or when it finishes: nothing it starts outlives it. "+
 			"Only the first %d bytes of stdout and of stderr come back; the rest is counted and dropped, so filter long output (head, grep). "+
 			"Credentials are not in its environment and are shown as <redacted>.%s",
-			where, t.defaultTimeout, t.maxTimeout, t.maxOutput, t.sandbox.check(context.Background()).describe()),
+			where, set.defaultTimeout, set.maxTimeout, set.maxOutput, set.sandbox.check(context.Background()).describe()),
 		Parameters: map[string]any{
 			"type":       "object",
 			"properties": props,
@@ -236,12 +287,12 @@ func ExecShellCommand(args json.RawMessage) (string, error) {
 func (t *ExecShell) CommandLine(args json.RawMessage) (string, error) { return ExecShellCommand(args) }
 
 // timeout picks the timeout of a call and says whether it was clamped.
-func (t *ExecShell) timeout(ms *float64) (time.Duration, bool) {
+func (set *execSettings) timeout(ms *float64) (time.Duration, bool) {
 	if ms == nil {
-		return t.defaultTimeout, false
+		return set.defaultTimeout, false
 	}
-	if *ms > float64(t.maxTimeout.Milliseconds()) {
-		return t.maxTimeout, true
+	if *ms > float64(set.maxTimeout.Milliseconds()) {
+		return set.maxTimeout, true
 	}
 	return time.Duration(math.Trunc(*ms)) * time.Millisecond, false
 }
@@ -255,40 +306,41 @@ func (t *ExecShell) Call(ctx context.Context, args json.RawMessage) agent.ToolRe
 	if err != nil {
 		return failure(err.Error())
 	}
-	logged := clipText(t.secrets.Redact(in.Command), logCommandLimit)
+	set := t.cur()
+	logged := clipText(set.secrets.Redact(in.Command), logCommandLimit)
 	if err := ctx.Err(); err != nil {
 		return failure("the run was cancelled before the command started: " + err.Error())
 	}
-	box := t.sandbox.check(ctx)
+	box := set.sandbox.check(ctx)
 	if box.Refusing {
 		t.log.Error().Str("command", logged).Str("reason", box.Reason).Msg("exec_shell: refused, no working sandbox")
 		return failure(refusal(box))
 	}
 	if in.Background {
-		return t.startJob(ctx, in, logged)
+		return t.startJob(ctx, set, in, logged)
 	}
-	timeout, clamped := t.timeout(in.TimeoutMs)
-	res, _ := t.execute(ctx, in, logged, box, timeout, clamped)
+	timeout, clamped := set.timeout(in.TimeoutMs)
+	res, _ := t.execute(ctx, set, in, logged, box, timeout, clamped)
 	return res
 }
 
 // execute runs in.Command with timeout and reports how it ended, with the
 // exit code (-1 when it did not run).
-func (t *ExecShell) execute(ctx context.Context, in execArgs, logged string, box SandboxStatus, timeout time.Duration, clamped bool) (agent.ToolResult, int) {
-	spec := runSpec{argv: []string{"/bin/sh", "-c", in.Command}, dir: t.dir, env: t.environ(), timeout: timeout,
-		keep: t.maxOutput + t.secrets.Lookahead()}
+func (t *ExecShell) execute(ctx context.Context, set *execSettings, in execArgs, logged string, box SandboxStatus, timeout time.Duration, clamped bool) (agent.ToolResult, int) {
+	spec := runSpec{argv: []string{"/bin/sh", "-c", in.Command}, dir: t.dir, env: t.environ(set.secrets), timeout: timeout,
+		keep: set.maxOutput + set.secrets.Lookahead()}
 	if box.Active {
 		// bwrap itself gets an empty environment too: it is pid 1 in the
 		// sandbox, and a command may read /proc/1/environ.
-		spec.argv, spec.env = t.sandbox.argv(in.Command), []string{}
+		spec.argv, spec.env = set.sandbox.argv(in.Command), []string{}
 	}
 	out, err := runGroup(ctx, spec)
 	if err != nil {
 		t.log.Error().Err(err).Str("command", logged).Msg("exec_shell: the command could not be run")
-		return failure(t.secrets.Redact(fmt.Sprintf("the command could not be run: %v", err))), -1
+		return failure(set.secrets.Redact(fmt.Sprintf("the command could not be run: %v", err))), -1
 	}
-	stdout, stdoutCut := clipRedacted(t.secrets, out.stdout.head, out.stdout.total, t.maxOutput)
-	stderr, stderrCut := clipRedacted(t.secrets, out.stderr.head, out.stderr.total, t.maxOutput)
+	stdout, stdoutCut := clipRedacted(set.secrets, out.stdout.head, out.stdout.total, set.maxOutput)
+	stderr, stderrCut := clipRedacted(set.secrets, out.stderr.head, out.stderr.total, set.maxOutput)
 
 	fields := map[string]any{
 		"exitCode":   out.exitCode,
@@ -355,4 +407,4 @@ func shellResult(ok bool, fields map[string]any) agent.ToolResult {
 
 // Redact replaces every secret exec_shell knows in s with "<redacted>":
 // the same hiding, for what the chat log keeps of any tool call.
-func (t *ExecShell) Redact(s string) string { return t.secrets.Redact(s) }
+func (t *ExecShell) Redact(s string) string { return t.cur().secrets.Redact(s) }

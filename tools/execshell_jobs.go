@@ -14,11 +14,11 @@ import (
 
 // maxTimeoutMs is the largest timeoutMs a call may give: a background
 // job's maximum when jobs are on and it is longer.
-func (t *ExecShell) maxTimeoutMs() int64 {
+func (t *ExecShell) maxTimeoutMs(set *execSettings) int64 {
 	if t.jobs != nil {
-		return max(t.maxTimeout, t.jobs.MaxDuration()).Milliseconds()
+		return max(set.maxTimeout, t.jobs.MaxDuration()).Milliseconds()
 	}
-	return t.maxTimeout.Milliseconds()
+	return set.maxTimeout.Milliseconds()
 }
 
 // backgroundTimeoutText tells the model a background job's timeout.
@@ -33,7 +33,7 @@ func (t *ExecShell) backgroundTimeoutText() string {
 // and answers at once with its id. The job keeps everything a foreground
 // call has (sandbox, stripped environment, process-group kill, redacted
 // output); only its timeout is the job's.
-func (t *ExecShell) startJob(ctx context.Context, in execArgs, logged string) agent.ToolResult {
+func (t *ExecShell) startJob(ctx context.Context, set *execSettings, in execArgs, logged string) agent.ToolResult {
 	if t.jobs == nil {
 		return failure("background jobs are not enabled here (tools.jobs); run the command without background")
 	}
@@ -51,18 +51,18 @@ func (t *ExecShell) startJob(ctx context.Context, in execArgs, logged string) ag
 		timeout, func(jctx context.Context) jobs.Result {
 			// The sandbox was checked when the call came in; check again
 			// in case it changed, as a foreground call would.
-			box := t.sandbox.check(jctx)
+			box := set.sandbox.check(jctx)
 			if box.Refusing {
 				return jobs.Result{ExitCode: -1, Content: failure(refusal(box)).Content}
 			}
-			res, code := t.execute(jctx, in, logged, box, timeout, false)
+			res, code := t.execute(jctx, set, in, logged, box, timeout, false)
 			return jobs.Result{OK: res.OK, ExitCode: code, Content: res.Content}
 		})
 	switch {
 	case errors.Is(err, jobs.ErrChatLimit), errors.Is(err, jobs.ErrGlobalLimit):
 		return failure(fmt.Sprintf("the job was not started: %v; wait for one to finish or cancel one (/jobs, /cancel ID)", err))
 	case err != nil:
-		return failure(t.secrets.Redact(fmt.Sprintf("the job could not be started: %v", err)))
+		return failure(set.secrets.Redact(fmt.Sprintf("the job could not be started: %v", err)))
 	}
 	t.log.Info().Str("command", logged).Str("job", job.ID).Str("chatKey", job.ChatKey).Msg("exec_shell: background job started")
 	return shellResult(true, map[string]any{

@@ -112,11 +112,11 @@ func clipText(s string, limit int) string {
 
 // environ is the command's environment: this process's, minus the dropped
 // names and any variable whose value holds a secret, with PWD set to Dir.
-func (t *ExecShell) environ() []string {
+func (t *ExecShell) environ(hidden *secrets.Set) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, value, _ := strings.Cut(kv, "=")
-		if t.dropEnv[name] || (t.dir != "" && name == "PWD") || t.secrets.In(value) {
+		if t.dropEnv[name] || (t.dir != "" && name == "PWD") || hidden.In(value) {
 			continue
 		}
 		env = append(env, kv)
