@@ -82,18 +82,40 @@ func New(opts Options) (*Catalog, error) {
 		cache:       map[string]cached{},
 		warned:      map[string]bool{},
 	}
-	c.roots = append(c.roots, root{dir: filepath.Join(project, filepath.FromSlash(ProjectFolder)), label: ProjectFolder})
-	for i, p := range opts.Paths {
+	if c.roots, err = c.rootsOf(opts.Paths); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// rootsOf is the project's .claude/skills and then each of paths.
+func (c *Catalog) rootsOf(paths []string) ([]root, error) {
+	roots := []root{{dir: filepath.Join(c.project, filepath.FromSlash(ProjectFolder)), label: ProjectFolder}}
+	for i, p := range paths {
 		dir, err := c.resolvePath(p)
 		if err != nil {
 			return nil, fmt.Errorf("reading skills.paths[%d]: %w", i, err)
 		}
-		if slices.ContainsFunc(c.roots, func(r root) bool { return r.dir == dir }) {
+		if slices.ContainsFunc(roots, func(r root) bool { return r.dir == dir }) {
 			continue
 		}
-		c.roots = append(c.roots, root{dir: dir, label: p, listed: !within(dir, project)})
+		roots = append(roots, root{dir: dir, label: p, listed: !within(dir, c.project)})
 	}
-	return c, nil
+	return roots, nil
+}
+
+// SetPaths makes paths the skills.paths folders (a configuration reload):
+// the next List, Load or prompt reads them. A path that cannot be resolved
+// changes nothing.
+func (c *Catalog) SetPaths(paths []string) error {
+	roots, err := c.rootsOf(paths)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roots = roots
+	return nil
 }
 
 // resolvePath makes a skills.paths entry absolute: "~/" is the home
