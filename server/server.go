@@ -37,6 +37,9 @@ type AdapterStatus = adapters.Status
 // MCPStatus is one MCP server as shown by GET /api/status.
 type MCPStatus = mcp.ServerStatus
 
+// ConfigStatus is ship.json's reload state as shown by GET /api/status.
+type ConfigStatus = console.ConfigStatus
+
 // Options configure a Server.
 type Options struct {
 	// Door is how the API acts on the core: the front door, run events,
@@ -61,6 +64,10 @@ type Options struct {
 	Adapters func() []AdapterStatus
 	// MCP reports the MCP servers' state (mcp.Manager.Status); may be nil.
 	MCP func() []MCPStatus
+	// Config, when set, reports ship.json's reload state in /api/status
+	// ("config") and on the console's Overview; the status's "model" is
+	// then the default model in force.
+	Config func() ConfigStatus
 	// Cluster, when set, reports the cluster in /api/status (cluster mode).
 	Cluster func(ctx context.Context) any
 	// Webhooks are platform webhook handlers by route pattern ("POST
@@ -190,7 +197,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Console {
 		c, err := console.New(console.Options{
 			Door: opts.Door, View: opts.View, Token: opts.Token, Version: opts.Version, Started: opts.Started,
-			Adapters: opts.Adapters, MCP: opts.MCP, Tasks: opts.Tasks, Notes: opts.Notes, Events: s.serveEvents,
+			Adapters: opts.Adapters, MCP: opts.MCP, Config: opts.Config, Tasks: opts.Tasks, Notes: opts.Notes, Events: s.serveEvents,
 			Role: opts.ConsoleRole, Files: opts.Files, Redact: opts.Redact,
 			MaxMessageChars: opts.MaxInstructionChars, Throttle: s.throttle, Logger: opts.Logger,
 		})
@@ -249,6 +256,8 @@ type statusResponse struct {
 	Cluster any `json:"cluster,omitempty"`
 	// Usage is today's tokens, in all and by the top chats and people.
 	Usage *engine.UsageReport `json:"usage,omitempty"`
+	// Config is ship.json's reload state, when ship reloads it.
+	Config *ConfigStatus `json:"config,omitempty"`
 }
 
 type queueStatus struct {
@@ -257,6 +266,21 @@ type queueStatus struct {
 	Waiting         int      `json:"waiting"`
 	Running         int      `json:"running"`
 	RunningChatKeys []string `json:"runningChatKeys"`
+}
+
+// configStatus is the model /api/status names and ship.json's reload
+// state: with reloads, the default model in force, since a reload may
+// have changed it.
+func (s *Server) configStatus() (string, *ConfigStatus) {
+	if s.opts.Config == nil {
+		return s.opts.Model, nil
+	}
+	cs := s.opts.Config()
+	if s.opts.Redact != nil {
+		cs.LastError = s.opts.Redact(cs.LastError)
+	}
+	def := s.opts.View.Models().Default().Config
+	return def.Provider + "/" + def.Model, &cs
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -280,12 +304,14 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Cluster != nil {
 		cluster = s.opts.Cluster(r.Context())
 	}
+	model, cfg := s.configStatus()
 	writeJSON(w, r, http.StatusOK, statusResponse{
+		Config:        cfg,
 		Cluster:       cluster,
 		Version:       s.opts.Version,
 		UptimeSeconds: int64(time.Since(s.opts.Started) / time.Second),
 		StartedAt:     s.opts.Started.UTC().Format(time.RFC3339),
-		Model:         s.opts.Model,
+		Model:         model,
 		Queue: queueStatus{
 			Capacity:        st.Capacity,
 			Concurrency:     st.Concurrency,

@@ -208,7 +208,9 @@ func (t *ExecShell) SandboxState() any { return t.SandboxStatus() }
 // CheckSandbox checks, once, that the sandbox works, logs the outcome and
 // returns it. The first command does it if nothing did before; ship start
 // does it in the background so that the answer is in the log early.
-func (t *ExecShell) CheckSandbox(ctx context.Context) SandboxStatus { return t.cur().sandbox.check(ctx) }
+func (t *ExecShell) CheckSandbox(ctx context.Context) SandboxStatus {
+	return t.cur().sandbox.check(ctx)
+}
 
 // Definition describes exec_shell to the model.
 func (t *ExecShell) Definition() llms.FunctionDefinition {

@@ -30,6 +30,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/questions"
 	"github.com/shipmyagent/ship/runtime/queue"
 	"github.com/shipmyagent/ship/runtime/records"
+	"github.com/shipmyagent/ship/runtime/skills"
 	"github.com/shipmyagent/ship/runtime/tasks"
 	"github.com/shipmyagent/ship/runtime/usage"
 	"github.com/shipmyagent/ship/server"
@@ -98,6 +99,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 	if err != nil {
 		return err
 	}
+	p.reload = newReloader(dir, f, cfg, log)
 	// Closed after the engine: the running message may still call MCP tools.
 	defer p.mcp.close()
 	rep, err := joinCluster(ctx, cfg, log)
@@ -135,6 +137,7 @@ func runStart(ctx context.Context, cmd *cobra.Command, dir string, f startFlags)
 		return err
 	}
 	defer stopMetrics()
+	p.reload.attach(eng, p)
 	fr, err := newFront(cfg, eng, p, rep, log, started)
 	if err != nil {
 		_, _ = eng.Close(ctx)
@@ -220,6 +223,10 @@ type parts struct {
 	jobs *jobs.Manager
 	// metrics are the Prometheus metrics (metrics.go); nil when off.
 	metrics *metrics.Set
+	// skills are the skill folders; reload puts ship.json's changes of
+	// them, the models, MCP and exec_shell in force (reload.go).
+	skills *skills.Catalog
+	reload *reloader
 }
 
 func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
@@ -237,7 +244,7 @@ func newParts(cfg config.Config, log zerolog.Logger) (parts, error) {
 	if p.usage, err = usage.Open(cfg.StatePath(usageDir), nil); err != nil {
 		return p, err
 	}
-	if p.skillTools, p.skillPrompt, err = newSkills(cfg, log); err != nil {
+	if p.skills, p.skillTools, p.skillPrompt, err = newSkills(cfg, log); err != nil {
 		return p, err
 	}
 	if p.jobs, err = openJobs(cfg, log); err != nil {
@@ -332,7 +339,7 @@ func newFront(cfg config.Config, eng *engine.Engine, p parts, rep *replica, log 
 		MCP:         p.mcp.status,
 		CORSOrigins: cfg.Server.CORSOrigins, Tasks: fr.sched, Notes: consoleNotes(p.notes),
 		Console: cfg.Server.ConsoleOn(), ConsoleRole: cfg.Server.ConsoleRole, Files: keptFiles(cfg), Redact: p.shell.Redact,
-		Cluster: rep.status(), Metrics: mainMetrics(cfg, p.metrics),
+		Cluster: rep.status(), Metrics: mainMetrics(cfg, p.metrics), Config: p.reload.status,
 	})
 	return fr, err
 }
@@ -366,6 +373,7 @@ func serve(ctx context.Context, cmd *cobra.Command, r running) error {
 	// platforms at shutdown, until the running message is done (the
 	// deferred close).
 	r.parts.mcp.start(context.Background(), log)
+	go r.parts.reload.run(adapterCtx)
 	// Recovery comes before the platforms receive anything: a chat's
 	// interrupted messages are queued ahead of its new ones, and a platform
 	// re-delivering one of them finds it already taken. The dispatchers

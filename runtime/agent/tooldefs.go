@@ -14,21 +14,25 @@ import (
 // runTools returns the tools of one run: the fixed ones and what the
 // toolboxes offer now.
 func (r *Runtime) runTools(log zerolog.Logger) ([]llms.Tool, map[string]Tool) {
-	if len(r.opts.Toolboxes) == 0 {
+	var extra []Tool
+	for _, tb := range r.opts.Toolboxes {
+		extra = append(extra, tb.Tools()...)
+	}
+	if len(extra) == 0 {
+		// No copies while no toolbox offers anything (ship runs an empty
+		// MCP toolbox so that a reload can add servers).
 		return r.toolDefs, r.tools
 	}
 	defs := slices.Clone(r.toolDefs)
 	byName := maps.Clone(r.tools)
-	for _, tb := range r.opts.Toolboxes {
-		for _, t := range tb.Tools() {
-			def := t.Definition()
-			if _, dup := byName[def.Name]; dup {
-				log.Warn().Str("tool", def.Name).Msg("a tool of that name exists already; skipped")
-				continue
-			}
-			byName[def.Name] = t
-			defs = append(defs, modelTool(def))
+	for _, t := range extra {
+		def := t.Definition()
+		if _, dup := byName[def.Name]; dup {
+			log.Warn().Str("tool", def.Name).Msg("a tool of that name exists already; skipped")
+			continue
 		}
+		byName[def.Name] = t
+		defs = append(defs, modelTool(def))
 	}
 	return defs, byName
 }

@@ -60,7 +60,17 @@ const (
 	TypeSessionResumed    = "session_resumed"
 	TypeDispatchStarted   = "dispatch_started"
 	TypeDispatchCompleted = "dispatch_completed"
+
+	// TypeConfigReloaded: ship.json (or .env) was read again and its
+	// changes took effect; Settings names what changed, Restart what of
+	// that waits for a restart. A refused reload is an error event with
+	// ErrorCode ErrConfigInvalid.
+	TypeConfigReloaded = "config_reloaded"
 )
+
+// ErrConfigInvalid is the errorCode of the error event of a refused
+// configuration reload: the last good configuration stays in force.
+const ErrConfigInvalid = "CONFIG_INVALID"
 
 // Event is one event of a run. Which fields are sent depends on Type; see
 // MarshalJSON. Every event has a timestamp and, when it belongs to a chat,
@@ -114,6 +124,12 @@ type Event struct {
 
 	Session  *Session  // session_*
 	Dispatch *Dispatch // dispatch_*
+
+	// Settings and Restart are config_reloaded's: the settings that
+	// changed, and those of them that need a restart (names, never
+	// values).
+	Settings []string
+	Restart  []string
 }
 
 // Session is a session_* event's own part. Agent names the agent profile
@@ -298,8 +314,19 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			delete(m, "toolCalls")
 			delete(m, "tokens")
 		}
+	case TypeConfigReloaded:
+		m["changed"] = nonNil(e.Settings)
+		m["needsRestart"] = nonNil(e.Restart)
 	}
 	return json.Marshal(m)
+}
+
+// nonNil makes an absent list an empty one on the wire.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // merge adds the JSON fields of v (a struct pointer; nil adds none) to m:

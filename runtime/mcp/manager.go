@@ -97,7 +97,7 @@ type Manager struct {
 	names   []string // sorted
 
 	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every change
+	changed chan struct{}   // closed and replaced on every change
 	ctx     context.Context // Start's, for servers Update adds later
 	cancel  context.CancelFunc
 	started bool

@@ -58,6 +58,9 @@ func (a *activity) run(subscribe subscribeFunc) {
 }
 
 func (a *activity) count(e events.Event) {
+	if e.ErrorCode == events.ErrConfigInvalid {
+		return // a refused reload of ship.json, not a turn
+	}
 	at := time.UnixMilli(e.Timestamp).Unix() / 60
 	a.mu.Lock()
 	defer a.mu.Unlock()

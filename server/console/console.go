@@ -59,6 +59,9 @@ type Options struct {
 	// state; either may be nil.
 	Adapters func() []adapters.Status
 	MCP      func() []mcp.ServerStatus
+	// Config reports ship.json's reload state (the Overview's status
+	// line); nil shows none.
+	Config func() ConfigStatus
 	// Tasks lists and runs scheduled tasks; nil shows none.
 	Tasks TaskService
 	// Notes shows and edits the long-term notes; nil: the Notes page says

@@ -23,6 +23,7 @@ type overviewData struct {
 	Errors    int
 	Approvals int
 	Young     bool // up for less than the hour the counts cover
+	Config    *ConfigStatus
 }
 
 type modelRow struct {
@@ -56,6 +57,11 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 			s.LastError = c.opts.Redact(s.LastError)
 			d.MCP = append(d.MCP, s)
 		}
+	}
+	if c.opts.Config != nil {
+		cs := c.opts.Config()
+		cs.LastError = c.opts.Redact(cs.LastError)
+		d.Config = &cs
 	}
 	pending, _ := view.Pending("")
 	d.Approvals = len(pending)

@@ -36,6 +36,7 @@ func number(m *markup, n int, class, rest string) {
 
 func (d overviewData) write(m *markup) {
 	m.raw(`<main id="main" hx-get="/" hx-trigger="every 5s" hx-swap="outerHTML"><h1>Overview</h1>`)
+	writeConfig(m, d.Config)
 	m.raw(`<section class="cards" aria-label="At a glance"><div class="card"><h2>ship</h2>`)
 	dl(m,
 		item(m, "Version", func() { m.text(d.Version) }),
