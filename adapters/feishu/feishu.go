@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lark "github.com/larksuite/oapi-sdk-go/v3"
@@ -124,8 +125,11 @@ type Adapter struct {
 	// is the handler tail every event ends in.
 	workers *adapters.Workers
 	intake  *adapters.Intake
-	allowC  adapters.Allowlist[string]
-	allowU  adapters.Allowlist[string]
+	allowC  *adapters.LiveAllowlist[string]
+	allowU  *adapters.LiveAllowlist[string]
+	// streaming is Options.Streaming as a configuration reload leaves it
+	// (Reconfigure).
+	streaming atomic.Bool
 	typing  typingBook // typing.go
 	// gate, when set, decides when this process holds the websocket
 	// (cluster mode).
@@ -205,9 +209,10 @@ func New(opts Options) (*Adapter, error) {
 		domain: domain,
 		log:    opts.Logger.With().Str("channel", chat.ChannelFeishu).Logger(),
 		seen:   seen,
-		allowC: adapters.NewAllowlist(opts.AllowedChatIDs),
-		allowU: adapters.NewAllowlist(opts.AllowedUserIDs),
+		allowC: adapters.NewLiveAllowlist(opts.AllowedChatIDs),
+		allowU: adapters.NewLiveAllowlist(opts.AllowedUserIDs),
 	}
+	a.streaming.Store(opts.Streaming)
 	a.sdkLog = newSDKLogger(a.log, opts.AppSecret, opts.EncryptKey)
 	a.cli = lark.NewClient(opts.AppID, opts.AppSecret, clientOptions(
 		lark.WithOpenBaseUrl(domain),

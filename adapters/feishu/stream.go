@@ -46,7 +46,7 @@ const kindCard = "card"
 // no chat. resume are the cards an interrupted attempt left: they are
 // updated instead of new ones sent.
 func (a *Adapter) OpenStream(_ context.Context, req dispatch.RequestContext, resume []string) (dispatch.ReplyStream, bool) {
-	if !a.opts.Streaming || req.ChatID == "" {
+	if !a.streaming.Load() || req.ChatID == "" {
 		return nil, false
 	}
 	s := &cardStream{

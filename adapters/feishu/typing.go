@@ -27,7 +27,7 @@ const typingTimeout = 30 * time.Second
 // reaction (once it is on, if the call is still under way). Failures are
 // logged: typing never costs a reply.
 func (a *Adapter) StartTyping(ctx context.Context, req dispatch.RequestContext) (stop func(context.Context)) {
-	if req.MessageID == "" || !a.opts.Streaming {
+	if req.MessageID == "" || !a.streaming.Load() {
 		return func(context.Context) {}
 	}
 	t := &typist{a: a, messageID: req.MessageID, added: make(chan struct{}),

@@ -142,8 +142,11 @@ type Adapter struct {
 	// token refresher); intake is the handler tail every event ends in.
 	workers *adapters.Workers
 	intake  *adapters.Intake
-	allowC  adapters.Allowlist[string]
-	allowU  adapters.Allowlist[string]
+	allowC  *adapters.LiveAllowlist[string]
+	allowU  *adapters.LiveAllowlist[string]
+	// markdown is Options.Markdown as a configuration reload leaves it
+	// (Reconfigure).
+	markdown atomic.Bool
 
 	mu      sync.Mutex
 	runCtx  context.Context // set while Run runs
@@ -238,9 +241,10 @@ func New(opts Options) (*Adapter, error) {
 		events:  events,
 		hook:    &dto.Session{AppID: opts.AppID},
 		replies: newLedger(opts.Now),
-		allowC:  adapters.NewAllowlist(opts.AllowedChatIDs),
-		allowU:  adapters.NewAllowlist(opts.AllowedUserIDs),
+		allowC:  adapters.NewLiveAllowlist(opts.AllowedChatIDs),
+		allowU:  adapters.NewLiveAllowlist(opts.AllowedUserIDs),
 	}
+	a.markdown.Store(opts.Markdown)
 	a.tokens = newTokenSource(opts.AppID, opts.AppSecret, opts.TokenBase, opts.HTTPClient, log, a.backoff)
 	// botgo reads the API base from its package variables on every call;
 	// Run sets them (sandbox or not, both to opts.APIBase).

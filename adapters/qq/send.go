@@ -169,7 +169,7 @@ func (a *Adapter) send(ctx context.Context, req dispatch.RequestContext, text st
 	if strings.TrimSpace(text) == "" {
 		return dispatch.Delivery{}, errors.New("qq send: the text is empty")
 	}
-	md := a.opts.Markdown && !a.noMarkdown.Load()
+	md := a.markdown.Load() && !a.noMarkdown.Load()
 	d, err := a.sendRendered(ctx, req, render(text, md), note, md)
 	if md && errors.Is(err, errMarkdownRefused) {
 		d, err = a.sendRendered(ctx, req, render(text, false), note, false)

@@ -101,7 +101,7 @@ func (a *Adapter) handleUpdate(ctx context.Context, raw json.RawMessage) error {
 				return a.opts.Media.Prepare(ctx, key, in.MessageID, text, atts)
 			},
 		},
-		Addressed: !group || !a.opts.RequireMention || addr.mentioned || addr.replyToMe || addr.command != "",
+		Addressed: !group || !a.requireMention.Load() || addr.mentioned || addr.replyToMe || addr.command != "",
 		Command:   addr.command,
 	})
 }

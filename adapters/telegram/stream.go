@@ -35,7 +35,7 @@ var errPaced = errors.New("the reply's next update in this group is not due yet"
 // Telegram's 4,096 characters stays as it is and the rest goes on in a new
 // message, cut as SendText cuts.
 func (a *Adapter) OpenStream(_ context.Context, req dispatch.RequestContext, resume []string) (dispatch.ReplyStream, bool) {
-	if !a.opts.Streaming {
+	if !a.streaming.Load() {
 		return nil, false
 	}
 	chatID, threadID, replyTo, err := replyTarget(req)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -85,8 +86,11 @@ type Adapter struct {
 	// is the handler tail every update ends in.
 	workers *adapters.Workers
 	intake  *adapters.Intake
-	allowC  adapters.Allowlist[int64]
-	allowU  adapters.Allowlist[int64]
+	allowC  *adapters.LiveAllowlist[int64]
+	allowU  *adapters.LiveAllowlist[int64]
+	// requireMention and streaming are Options' as a configuration
+	// reload leaves them (Reconfigure).
+	requireMention, streaming atomic.Bool
 
 	mu    sync.RWMutex
 	bot   me   // set once getMe answered
@@ -156,9 +160,11 @@ func New(opts Options) (*Adapter, error) {
 		opts:   opts,
 		api:    &api{token: opts.Token, base: opts.APIBase, http: opts.HTTPClient, meter: opts.Meter},
 		log:    opts.Logger.With().Str("channel", chat.ChannelTelegram).Logger(),
-		allowC: adapters.NewAllowlist(opts.AllowedChatIDs),
-		allowU: adapters.NewAllowlist(opts.AllowedUserIDs),
+		allowC: adapters.NewLiveAllowlist(opts.AllowedChatIDs),
+		allowU: adapters.NewLiveAllowlist(opts.AllowedUserIDs),
 	}
+	a.requireMention.Store(opts.RequireMention)
+	a.streaming.Store(opts.Streaming)
 	a.sender = newSender(a.api, opts.Limits, opts.ParseMode, a.log)
 	a.workers = adapters.NewWorkers()
 	a.intake = &adapters.Intake{

@@ -20,7 +20,7 @@ const typingEvery = 4 * time.Second
 // the reply that comes next is never followed by a stray "typing…".
 func (a *Adapter) StartTyping(ctx context.Context, req dispatch.RequestContext) (stop func(context.Context)) {
 	chatID, threadID, _, err := replyTarget(req)
-	if err != nil || !a.opts.Streaming {
+	if err != nil || !a.streaming.Load() {
 		return func(context.Context) {}
 	}
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(chatID, 10), "action": "typing"}

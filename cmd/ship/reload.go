@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/shipmyagent/ship/adapters"
 	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/models"
@@ -46,9 +47,10 @@ type reloader struct {
 	poll  time.Duration
 	hup   chan os.Signal
 
-	// What a reload changes, set by attach.
-	eng *engine.Engine
-	p   *parts // a copy: the parts are pointers to what reloads
+	// What a reload changes, set by attach and run.
+	eng       *engine.Engine
+	p         *parts // a copy: the parts are pointers to what reloads
+	platforms []adapters.Adapter
 
 	reloadMu sync.Mutex // one reload at a time
 	started  config.Config
@@ -95,9 +97,13 @@ func (r *reloader) attach(eng *engine.Engine, p parts) {
 	r.eng, r.p = eng, &p
 }
 
-// run reloads on SIGHUP and when the files change, until ctx ends.
-func (r *reloader) run(ctx context.Context) {
+// run reloads on SIGHUP and when the files change, until ctx ends; the
+// platforms running take their options from each reload.
+func (r *reloader) run(ctx context.Context, platforms []adapters.Adapter) {
 	defer signal.Stop(r.hup)
+	r.reloadMu.Lock()
+	r.platforms = platforms
+	r.reloadMu.Unlock()
 	tick := time.NewTicker(r.poll)
 	defer tick.Stop()
 	for {
@@ -250,11 +256,24 @@ func (r *reloader) apply(log zerolog.Logger, next config.Config, cat *models.Cat
 		r.p.shell.Update(tools.ExecShellOptions{DefaultTimeout: def, MaxTimeout: max, MaxOutput: next.Tools.Exec.MaxOutputBytes,
 			Sandbox: tools.SandboxMode(next.Tools.Exec.SandboxMode()), Network: next.Tools.Exec.Network, Secrets: next.Secrets()})
 	}
+	if config.Changed(changed, "adapters") {
+		for _, a := range r.platforms {
+			if rc, ok := a.(reconfigurer); ok {
+				rc.Reconfigure(next)
+			}
+		}
+	}
 	if config.Changed(changed, "skills") && r.p.skills != nil {
 		if err := r.p.skills.SetPaths(next.Skills.Paths); err != nil {
 			log.Error().Err(err).Msg("skills.paths not reloaded")
 		}
 	}
+}
+
+// reconfigurer is a platform adapter whose allowlists and formatting
+// switches a reload changes.
+type reconfigurer interface {
+	Reconfigure(cfg config.Config)
 }
 
 // status is ship.json's reload state, for /api/status and the console.

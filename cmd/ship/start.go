@@ -373,7 +373,7 @@ func serve(ctx context.Context, cmd *cobra.Command, r running) error {
 	// platforms at shutdown, until the running message is done (the
 	// deferred close).
 	r.parts.mcp.start(context.Background(), log)
-	go r.parts.reload.run(adapterCtx)
+	go r.parts.reload.run(adapterCtx, r.front.platforms)
 	// Recovery comes before the platforms receive anything: a chat's
 	// interrupted messages are queued ahead of its new ones, and a platform
 	// re-delivering one of them finds it already taken. The dispatchers

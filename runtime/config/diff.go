@@ -96,9 +96,15 @@ func whole(path string) bool {
 // liveSettings are the settings a running ship takes on at a reload
 // (prefixes of Diff's names); every other change needs a restart. The
 // models, the MCP servers, exec_shell's limits and sandbox, the skill
-// folders and the tool policy reload; what opens a listener, a platform
-// connection, a store or a cluster does not.
-var liveSettings = []string{"llm.", "mcp.", "skills.", "tools.exec.", "tools."}
+// folders, the tool policy and the platforms' allowlists and formatting
+// switches reload; what opens a listener, a platform connection, a store
+// or a cluster does not.
+var liveSettings = []string{"llm.", "mcp.", "skills.", "tools.",
+	// What a running platform adapter can change (its Reconfigure).
+	"adapters.telegram.allowedChatIds", "adapters.telegram.allowedUserIds", "adapters.telegram.requireMention",
+	"adapters.telegram.streaming", "adapters.feishu.allowedChatIds", "adapters.feishu.allowedUserIds",
+	"adapters.feishu.streaming", "adapters.qq.allowedChatIds", "adapters.qq.allowedUserIds", "adapters.qq.markdown",
+	"adapters.qq.streaming"}
 
 // restartSettings win over liveSettings: they sit inside a live section
 // but are read once at start-up.
@@ -127,7 +133,7 @@ func live(setting string) bool {
 		}
 	}
 	for _, p := range liveSettings {
-		if strings.HasPrefix(setting, p) || setting+"." == p {
+		if setting == p || strings.HasPrefix(setting, p) && strings.HasSuffix(p, ".") || setting+"." == p {
 			return true
 		}
 	}

@@ -45,12 +45,18 @@ func TestDiffNamesChangedSettingsNeverValues(t *testing.T) {
 		t.Errorf("Diff shows values: %v", changed)
 	}
 	restart := NeedsRestart(changed)
-	wantRestart := []string{"adapters.telegram.allowedChatIds", "server.port", "tools.exec.enabled"}
+	wantRestart := []string{"server.port", "tools.exec.enabled"}
 	if !slices.Equal(restart, wantRestart) {
 		t.Errorf("NeedsRestart = %v, want %v", restart, wantRestart)
 	}
 	if !Changed(changed, "mcp") || !Changed(changed, "llm") || Changed(changed, "skills") || Changed(changed, "ll") {
 		t.Errorf("Changed misreads %v", changed)
+	}
+
+	platform := NeedsRestart([]string{"adapters.telegram.botToken", "adapters.telegram.allowedUserIds", "adapters.telegram.parseMode",
+		"adapters.qq.markdown", "adapters.feishu.mode"})
+	if !slices.Equal(platform, []string{"adapters.telegram.botToken", "adapters.telegram.parseMode", "adapters.feishu.mode"}) {
+		t.Errorf("platform settings needing a restart: %v", platform)
 	}
 
 	same, err := Diff(cur, cur)
