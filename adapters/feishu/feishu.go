@@ -130,7 +130,7 @@ type Adapter struct {
 	// streaming is Options.Streaming as a configuration reload leaves it
 	// (Reconfigure).
 	streaming atomic.Bool
-	typing  typingBook // typing.go
+	typing    typingBook // typing.go
 	// gate, when set, decides when this process holds the websocket
 	// (cluster mode).
 	gate adapters.Gate
