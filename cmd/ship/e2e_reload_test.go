@@ -127,6 +127,9 @@ func TestE2EReloadRefusesABadFile(t *testing.T) {
 	eventually(t, "an error event CONFIG_INVALID", func() bool {
 		return containsLine(events(), `"type":"error"`, `"errorCode":"CONFIG_INVALID"`, "not valid JSON")
 	})
+	if page := p.do(t, "GET", "/", ""); !strings.Contains(string(page.body), "ship.json was not reloaded") {
+		t.Errorf("the console's overview does not show the refused reload:\n%s", page.body)
+	}
 	if !strings.Contains(p.stderr.String(), "ship.json not reloaded") {
 		t.Errorf("the log does not say the reload was refused:\n%s", lastLines(p.stderr.String(), 20))
 	}
