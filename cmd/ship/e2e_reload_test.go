@@ -158,7 +158,7 @@ func TestE2EReloadRefusesABadFile(t *testing.T) {
 	if got := modelOf(t, fake, "after the fix"); got != "model-c" {
 		t.Errorf("after the fix the turn reached %q", got)
 	}
-	if log := p.stderr.String(); !strings.Contains(log, "need a restart") || !strings.Contains(log, "queue.capacity") {
+	if log := p.stderr.String(); !strings.Contains(log, "needs a restart") || !strings.Contains(log, "queue.capacity") {
 		t.Errorf("the changed port is not logged as needing a restart:\n%s", lastLines(log, 20))
 	}
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {

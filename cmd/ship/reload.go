@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -166,7 +167,7 @@ func (r *reloader) reload(trigger string) error {
 		r.refuse(log, files, err)
 		return err
 	}
-	restart := config.NeedsRestart(sinceStart)
+	restart := needsRestart(sinceStart, next)
 	r.applied, r.cur = files, next
 	r.mu.Lock()
 	hadErr := r.lastErr != ""
@@ -181,15 +182,25 @@ func (r *reloader) reload(trigger string) error {
 		return nil
 	}
 	r.apply(log, next, cat, changed)
-	pending := config.NeedsRestart(changed)
+	pending := needsRestart(changed, next)
 	log.Info().Strs("changed", changed).Msg("configuration reloaded")
 	if len(pending) > 0 {
-		log.Warn().Strs("settings", pending).Msg("changed settings that need a restart to take effect; the rest is in force")
+		log.Warn().Strs("settings", pending).Msg("a changed setting needs a restart to take effect; the rest is in force")
 	}
 	if r.eng != nil {
 		r.eng.ConfigReloaded(changed, pending)
 	}
 	return nil
+}
+
+// needsRestart is config.NeedsRestart plus history.summaryModel when the
+// model it names changed: the summaries keep the client built at start.
+func needsRestart(changed []string, cfg config.Config) []string {
+	out := config.NeedsRestart(changed)
+	if s := cfg.History.SummaryModel; s != "" && config.Changed(changed, "llm.models."+s) && !slices.Contains(out, "history.summaryModel") {
+		out = append(out, "history.summaryModel")
+	}
+	return out
 }
 
 // load reads the configuration as start-up would, with the command line's
