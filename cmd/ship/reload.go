@@ -36,7 +36,8 @@ const reloadPoll = 2 * time.Second
 // reloader reads ship.json (and .env) again when they change or on
 // SIGHUP, and puts what changed in force without dropping a running turn:
 // the models (the next turn uses the new catalog; a running one keeps its
-// model), the MCP servers, exec_shell's settings and the skills folders.
+// model), the MCP servers, exec_shell's settings and jobs limits, the
+// skills folders and the platforms' allowlists.
 // The tool policy and Agent.md reload by themselves. A file that does not
 // load keeps the last good configuration and says why: in the log, as an
 // error event and in /api/status and the console. One reload runs at a
@@ -273,6 +274,10 @@ func (r *reloader) apply(log zerolog.Logger, next config.Config, cat *models.Cat
 				rc.Reconfigure(next)
 			}
 		}
+	}
+	if config.Changed(changed, "tools.jobs") && r.p.jobs != nil {
+		j := next.Tools.Jobs
+		r.p.jobs.SetLimits(j.PerChat, j.Max, j.MaxDuration())
 	}
 	if config.Changed(changed, "skills") && r.p.skills != nil {
 		if err := r.p.skills.SetPaths(next.Skills.Paths); err != nil {

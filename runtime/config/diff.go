@@ -110,7 +110,7 @@ var liveSettings = []string{"llm.", "mcp.", "skills.", "tools.",
 // but are read once at start-up.
 var restartSettings = []string{
 	"tools.exec.enabled", // the tool list is made once
-	"tools.jobs.",        // the jobs manager is made once
+	"tools.jobs.off",     // the jobs manager is made (or not) once
 	"tools.agents.",      // agent_spawn's limits are made once
 }
 

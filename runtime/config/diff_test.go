@@ -53,6 +53,9 @@ func TestDiffNamesChangedSettingsNeverValues(t *testing.T) {
 		t.Errorf("Changed misreads %v", changed)
 	}
 
+	if jobs := NeedsRestart([]string{"tools.jobs.perChat", "tools.jobs.off", "tools.agents.max"}); !slices.Equal(jobs, []string{"tools.jobs.off", "tools.agents.max"}) {
+		t.Errorf("jobs settings needing a restart: %v", jobs)
+	}
 	platform := NeedsRestart([]string{"adapters.telegram.botToken", "adapters.telegram.allowedUserIds", "adapters.telegram.parseMode",
 		"adapters.qq.markdown", "adapters.feishu.mode"})
 	if !slices.Equal(platform, []string{"adapters.telegram.botToken", "adapters.telegram.parseMode", "adapters.feishu.mode"}) {

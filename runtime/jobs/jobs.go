@@ -153,15 +153,7 @@ type file struct {
 // Open loads the state file (a missing one is empty) and marks every job
 // recorded as running as interrupted: ship stopped while it ran.
 func Open(opts Options) (*Manager, error) {
-	if opts.PerChat <= 0 {
-		opts.PerChat = DefaultPerChat
-	}
-	if opts.Max <= 0 {
-		opts.Max = DefaultMax
-	}
-	if opts.MaxDuration <= 0 {
-		opts.MaxDuration = DefaultMaxDuration
-	}
+	opts.PerChat, opts.Max, opts.MaxDuration = limits(opts.PerChat, opts.Max, opts.MaxDuration)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -200,8 +192,36 @@ func Open(opts Options) (*Manager, error) {
 	return m, nil
 }
 
+// limits fills in the defaults of the limits left at zero.
+func limits(perChat, all int, maxDuration time.Duration) (int, int, time.Duration) {
+	if perChat <= 0 {
+		perChat = DefaultPerChat
+	}
+	if all <= 0 {
+		all = DefaultMax
+	}
+	if maxDuration <= 0 {
+		maxDuration = DefaultMaxDuration
+	}
+	return perChat, all, maxDuration
+}
+
+// SetLimits changes the limits (a configuration reload; zero is the
+// default): the next Start is held to them. Running jobs keep their
+// timeout, and a lower limit stops none of them.
+func (m *Manager) SetLimits(perChat, max int, maxDuration time.Duration) {
+	perChat, max, maxDuration = limits(perChat, max, maxDuration)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opts.PerChat, m.opts.Max, m.opts.MaxDuration = perChat, max, maxDuration
+}
+
 // MaxDuration is the timeout of every job.
-func (m *Manager) MaxDuration() time.Duration { return m.opts.MaxDuration }
+func (m *Manager) MaxDuration() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.opts.MaxDuration
+}
 
 // SetHooks sets who is told of jobs starting and ending; the engine sets
 // them once, before any job starts.
@@ -216,11 +236,11 @@ func (m *Manager) SetHooks(h Hooks) {
 // MaxDuration; zero is MaxDuration) or ship stops. Over a limit it starts
 // nothing and returns ErrChatLimit or ErrGlobalLimit.
 func (m *Manager) Start(spec Spec, timeout time.Duration, run func(ctx context.Context) Result) (Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if timeout <= 0 || timeout > m.opts.MaxDuration {
 		timeout = m.opts.MaxDuration
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
 		return Job{}, ErrClosed
 	}
