@@ -150,16 +150,14 @@ func (s *Set) Handler() http.Handler {
 }
 
 func (s *Set) sorted() []func(*bufio.Writer) {
+	names := s.Names()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.writers))
-	for n := range s.writers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]func(*bufio.Writer), len(names))
-	for i, n := range names {
-		out[i] = s.writers[n]
+	out := make([]func(*bufio.Writer), 0, len(names))
+	for _, n := range names {
+		if w, ok := s.writers[n]; ok {
+			out = append(out, w)
+		}
 	}
 	return out
 }
