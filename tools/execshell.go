@@ -78,6 +78,10 @@ type ExecShellOptions struct {
 	// true): it answers at once with a job id, and the job's result comes
 	// back to the chat as a new turn. Nil refuses background calls.
 	Jobs *jobs.Manager
+	// Watchdog is the ship binary, started beside each command that runs
+	// without the sandbox to kill its process group should ship die first
+	// (see Watch); "" runs commands without one.
+	Watchdog string
 }
 
 // ExecShell is the exec_shell tool: it runs `sh -c command` in Dir, in a
@@ -88,10 +92,11 @@ type ExecShellOptions struct {
 // may run at all is for the caller to decide (see ExecShellCommand). It is
 // safe for concurrent use.
 type ExecShell struct {
-	dir     string
-	dropEnv map[string]bool
-	log     zerolog.Logger
-	jobs    *jobs.Manager
+	dir      string
+	watchdog string
+	dropEnv  map[string]bool
+	log      zerolog.Logger
+	jobs     *jobs.Manager
 	// opts are the options it was built with: Update takes the
 	// reloadable ones from its argument and the rest from here.
 	opts ExecShellOptions
@@ -113,11 +118,12 @@ type execSettings struct {
 // NewExecShell builds exec_shell from opts, filling in the defaults.
 func NewExecShell(opts ExecShellOptions) *ExecShell {
 	t := &ExecShell{
-		dir:     opts.Dir,
-		dropEnv: map[string]bool{},
-		log:     opts.Logger.With().Str("tool", ExecShellName).Logger(),
-		jobs:    opts.Jobs,
-		opts:    opts,
+		dir:      opts.Dir,
+		watchdog: opts.Watchdog,
+		dropEnv:  map[string]bool{},
+		log:      opts.Logger.With().Str("tool", ExecShellName).Logger(),
+		jobs:     opts.Jobs,
+		opts:     opts,
 	}
 	if t.dir != "" {
 		if abs, err := filepath.Abs(t.dir); err == nil {
@@ -335,6 +341,10 @@ func (t *ExecShell) execute(ctx context.Context, set *execSettings, in execArgs,
 		// bwrap itself gets an empty environment too: it is pid 1 in the
 		// sandbox, and a command may read /proc/1/environ.
 		spec.argv, spec.env = set.sandbox.argv(in.Command), []string{}
+	} else {
+		// bwrap dies with ship and its pid namespace with it; a bare
+		// shell's group needs a watchdog to follow ship.
+		spec.watchdog = t.watchdog
 	}
 	out, err := runGroup(ctx, spec)
 	if err != nil {

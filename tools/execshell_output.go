@@ -18,6 +18,9 @@ type runSpec struct {
 	env     []string
 	timeout time.Duration
 	keep    int // bytes kept of each stream
+	// watchdog is the ship binary that kills the command's group if ship
+	// dies first (Watch); "" runs without one.
+	watchdog string
 }
 
 // runOutcome is how a command ended and what it wrote.

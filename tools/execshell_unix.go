@@ -54,6 +54,7 @@ func runGroup(ctx context.Context, spec runSpec) (runOutcome, error) {
 		return out, fmt.Errorf("starting %s: %w", filepath.Base(spec.argv[0]), err)
 	}
 	pgid := cmd.Process.Pid
+	wd := startWatchdog(spec.watchdog, pgid)
 
 	var readers sync.WaitGroup
 	readers.Go(func() { out.stdout.readFrom(stdoutR) })
@@ -84,6 +85,7 @@ func runGroup(ctx context.Context, spec runSpec) (runOutcome, error) {
 	if err := killGroup(pgid); err != nil && out.killErr == nil { // background children the shell left behind
 		out.killErr = err
 	}
+	wd.release()
 
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()

@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/shipmyagent/ship/tools"
 )
 
 // version is the release, set at build time with
@@ -12,6 +14,10 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	// ship started as a command's watchdog (exec_shell), not as ship.
+	if len(os.Args) == 3 && os.Args[1] == tools.WatchdogArg {
+		os.Exit(tools.Watch(os.Stdin, os.Args[2]))
+	}
 	// The first SIGINT/SIGTERM ends ctx; `ship start` drains on it, and a
 	// second one stops at once (drain.go).
 	ctx, stop := stopSignals(context.Background())

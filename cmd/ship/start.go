@@ -433,11 +433,19 @@ func (r running) announce(w io.Writer) {
 // ship knows in its environment or output.
 func newExecShell(cfg config.Config, jobs *jobs.Manager, log zerolog.Logger) *tools.ExecShell {
 	def, max := cfg.Tools.Exec.ExecTimeouts()
+	// This binary is each unsandboxed command's watchdog (main.go): it
+	// kills the command's group should ship die first. Without a path to
+	// it, commands run as before.
+	self, err := os.Executable()
+	if err != nil {
+		log.Warn().Err(err).Msg("exec_shell: no watchdog for commands (ship cannot find its own binary)")
+		self = ""
+	}
 	return tools.NewExecShell(tools.ExecShellOptions{
 		Dir: cfg.Dir, DefaultTimeout: def, MaxTimeout: max, MaxOutput: cfg.Tools.Exec.MaxOutputBytes,
 		DropEnv: config.SecretEnv, Secrets: cfg.Secrets(), Logger: log,
 		Sandbox: tools.SandboxMode(cfg.Tools.Exec.SandboxMode()), Network: cfg.Tools.Exec.Network,
-		Hidden: config.PrivateNames(), Jobs: jobs,
+		Hidden: config.PrivateNames(), Jobs: jobs, Watchdog: self,
 	})
 }
 
