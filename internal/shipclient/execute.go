@@ -188,17 +188,22 @@ func (c *Client) FileURL(u string) string {
 // errStreamIdle ends a stream that went silent.
 var errStreamIdle = errors.New("the event stream went silent")
 
-// readStream reads events until the run's final one.
-func (c *Client) readStream(ctx context.Context, cancel context.CancelCauseFunc, body io.Reader, onEvent func(Event)) (Summary, error) {
-	// Anything received, keep-alive comments included, shows the
-	// connection is alive; silence for c.idle means it is not.
+// watchedSSE reads frames from body; anything received, keep-alive
+// comments included, shows the connection is alive, and silence for c.idle
+// cancels the stream's context with errStreamIdle. stop ends the watch.
+func (c *Client) watchedSSE(body io.Reader, cancel context.CancelCauseFunc) (sse *sseReader, stop func() bool) {
 	idle := time.AfterFunc(c.idle, func() { cancel(errStreamIdle) })
-	defer idle.Stop()
-	sse := newSSEReader(readFunc(func(p []byte) (int, error) {
+	return newSSEReader(readFunc(func(p []byte) (int, error) {
 		n, err := body.Read(p)
 		idle.Reset(c.idle)
 		return n, err
-	}))
+	})), idle.Stop
+}
+
+// readStream reads events until the run's final one.
+func (c *Client) readStream(ctx context.Context, cancel context.CancelCauseFunc, body io.Reader, onEvent func(Event)) (Summary, error) {
+	sse, stop := c.watchedSSE(body, cancel)
+	defer stop()
 
 	var sum Summary
 	for {

@@ -79,13 +79,8 @@ func (c *Client) WatchJobs(ctx context.Context, chatKey, lastID string, opened f
 	}
 	// Keep-alive comments come every 30 s; silence for c.idle means the
 	// connection is gone without a word.
-	idle := time.AfterFunc(c.idle, func() { cancel(errStreamIdle) })
-	defer idle.Stop()
-	sse := newSSEReader(readFunc(func(p []byte) (int, error) {
-		n, err := resp.Body.Read(p)
-		idle.Reset(c.idle)
-		return n, err
-	}))
+	sse, stop := c.watchedSSE(resp.Body, cancel)
+	defer stop()
 	for {
 		f, err := sse.Next()
 		if err != nil {
