@@ -34,18 +34,23 @@ var notesParam = map[string]any{
 	"description": "chat: this chat's notes; person: notes about the person writing to you (only where kept)",
 }
 
-// scope is the notes the calling run may see.
-func scope(ctx context.Context, s *memory.Store) (memory.Scope, bool) {
+// notesScope is the notes the calling run may see; why says what is wrong
+// when it may see none.
+func notesScope(ctx context.Context, s *memory.Store) (sc memory.Scope, why string) {
 	req, ok := dispatch.RequestFromContext(ctx)
 	if !ok || req.ChatKey == "" {
-		return memory.Scope{}, false
+		return memory.Scope{}, "notes are kept only in a chat"
 	}
-	return s.ScopeOf(ctx, req.ChatKey, req), true
+	return s.ScopeOf(ctx, req.ChatKey, req), ""
 }
 
-// pick is the Ref the "notes" argument names within sc; why says what is
-// wrong when it names none.
-func pick(sc memory.Scope, notes string) (r memory.Ref, why string) {
+// notesRef is the Ref the "notes" argument names within the calling run's
+// scope; why says what is wrong when it names none.
+func notesRef(ctx context.Context, s *memory.Store, notes string) (r memory.Ref, why string) {
+	sc, why := notesScope(ctx, s)
+	if why != "" {
+		return memory.Ref{}, why
+	}
 	switch memory.Kind(notes) {
 	case memory.KindChat, "":
 		return sc.Chat, ""
@@ -81,11 +86,7 @@ func (t *MemoryRead) Call(ctx context.Context, args json.RawMessage) agent.ToolR
 	if err := json.Unmarshal(args, &in); err != nil {
 		return failure(`arguments must be an object with an optional string field notes ("chat" or "person")`)
 	}
-	sc, ok := scope(ctx, t.Store)
-	if !ok {
-		return failure("notes are kept only in a chat")
-	}
-	r, why := pick(sc, in.Notes)
+	r, why := notesRef(ctx, t.Store, in.Notes)
 	if why != "" {
 		return failure(why)
 	}
@@ -131,11 +132,7 @@ func (t *MemoryWrite) Call(ctx context.Context, args json.RawMessage) agent.Tool
 	if err := json.Unmarshal(args, &in); err != nil {
 		return failure(`arguments must be an object with string fields notes ("chat" or "person"), text and mode ("append" or "replace")`)
 	}
-	sc, ok := scope(ctx, t.Store)
-	if !ok {
-		return failure("notes are kept only in a chat")
-	}
-	r, why := pick(sc, in.Notes)
+	r, why := notesRef(ctx, t.Store, in.Notes)
 	if why != "" {
 		return failure(why)
 	}
@@ -186,9 +183,9 @@ func (t *MemorySearch) Call(ctx context.Context, args json.RawMessage) agent.Too
 	if err := json.Unmarshal(args, &in); err != nil || strings.TrimSpace(in.Query) == "" {
 		return failure("arguments must be an object with a non-empty string field query")
 	}
-	sc, ok := scope(ctx, t.Store)
-	if !ok {
-		return failure("notes are kept only in a chat")
+	sc, why := notesScope(ctx, t.Store)
+	if why != "" {
+		return failure(why)
 	}
 	hits, err := t.Store.Search(ctx, sc, in.Query)
 	if err != nil {
