@@ -316,19 +316,16 @@ type Result struct {
 // did not answer in time, or refused the call. It never waits longer than
 // the server's timeout.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args json.RawMessage) (Result, error) {
-	m.setMu.RLock()
-	s, ok := m.servers[server]
-	m.setMu.RUnlock()
-	if !ok {
-		return Result{}, fmt.Errorf("there is no mcp server %q", server)
-	}
-	return s.call(ctx, tool, args, s.timeout)
+	return m.CallToolWithin(ctx, server, tool, args, 0)
 }
 
 // CallToolWithin is CallTool bounded by timeout instead of the server's
-// timeoutSeconds: a call run as a background job has the job's timeout.
+// timeoutSeconds (when timeout > 0): a call run as a background job has
+// the job's timeout.
 func (m *Manager) CallToolWithin(ctx context.Context, server, tool string, args json.RawMessage, timeout time.Duration) (Result, error) {
+	m.setMu.RLock()
 	s, ok := m.servers[server]
+	m.setMu.RUnlock()
 	if !ok {
 		return Result{}, fmt.Errorf("there is no mcp server %q", server)
 	}
