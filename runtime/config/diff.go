@@ -41,10 +41,6 @@ func tree(c Config) (map[string]any, error) {
 	return m, nil
 }
 
-// wholeSettings are objects compared as one setting: an MCP server
-// restarts on any change of its own, whichever field it was.
-var wholeSettings = []string{"mcp.servers.*"}
-
 func diffTree(path string, a, b any, out *[]string) {
 	am, aok := a.(map[string]any)
 	bm, bok := b.(map[string]any)
@@ -70,27 +66,12 @@ func diffTree(path string, a, b any, out *[]string) {
 	}
 }
 
-// whole reports whether path matches one of wholeSettings ("*" is one
-// segment).
+// whole reports whether path is compared as one setting: an MCP server
+// (mcp.servers.<name>) restarts on any change of its own, whichever field
+// it was.
 func whole(path string) bool {
-	segs := strings.Split(path, ".")
-	for _, pat := range wholeSettings {
-		ps := strings.Split(pat, ".")
-		if len(ps) != len(segs) {
-			continue
-		}
-		match := true
-		for i := range ps {
-			if ps[i] != "*" && ps[i] != segs[i] {
-				match = false
-				break
-			}
-		}
-		if match {
-			return true
-		}
-	}
-	return false
+	name, ok := strings.CutPrefix(path, "mcp.servers.")
+	return ok && !strings.Contains(name, ".")
 }
 
 // liveSettings are the settings a running ship takes on at a reload
