@@ -474,47 +474,16 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: llm.maxTokens (LLM_MAX_TOKENS) is %d; it must be between 1 and %d (default %d)",
 			ErrInvalid, c.LLM.MaxTokens, llm.MaxMaxTokens, llm.DefaultMaxTokens)
 	}
-	if err := c.Server.validate(); err != nil {
-		return err
-	}
-	if err := c.Metrics.validate(); err != nil {
-		return err
-	}
-	if err := c.validateModels(); err != nil {
-		return err
-	}
-	if err := c.validateMedia(); err != nil {
-		return err
-	}
-	if err := c.Limits.validate(); err != nil {
-		return err
-	}
-	if err := c.Skills.validate(); err != nil {
-		return err
-	}
-	if err := c.Memory.validate(); err != nil {
-		return err
-	}
-	if err := c.Shutdown.validate(); err != nil {
-		return err
-	}
-	if err := c.Tools.Jobs.validate(); err != nil {
-		return err
-	}
-	if err := c.Tools.Agents.validate(); err != nil {
-		return err
-	}
-	if err := c.Tools.Exec.validate(); err != nil {
-		return err
-	}
-	if _, err := c.ToolPolicy(); err != nil {
-		return err
-	}
-	if err := c.MCP.Validate(); err != nil {
-		return err
-	}
-	if _, err := c.Profiles(); err != nil {
-		return err
+	// The sections' checks, in order; the first refusal is the answer.
+	// They only read c (the value receivers are copies taken here).
+	policy := func() error { _, err := c.ToolPolicy(); return err }
+	profiles := func() error { _, err := c.Profiles(); return err }
+	for _, check := range []func() error{c.Server.validate, c.Metrics.validate, c.validateModels, c.validateMedia,
+		c.Limits.validate, c.Skills.validate, c.Memory.validate, c.Shutdown.validate, c.Tools.Jobs.validate,
+		c.Tools.Agents.validate, c.Tools.Exec.validate, policy, c.MCP.Validate, profiles} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	if c.clusterWritten && !c.Cluster.On() {
 		return fmt.Errorf("%w: ship.json has a cluster section but no NATS to share: set cluster.nats.url "+
