@@ -71,8 +71,8 @@ const (
 	maxExecOutputBytes    = 4 << 20
 )
 
-// UnmarshalJSON splits the section into exec and the policy; unknown exec
-// fields are errors like the rest of ship.json.
+// UnmarshalJSON splits the section into exec, jobs, agents and the policy;
+// unknown fields of the first three are errors like the rest of ship.json.
 func (t *ToolsConfig) UnmarshalJSON(b []byte) error {
 	if s := bytes.TrimSpace(b); len(s) == 0 || string(s) == "null" {
 		*t = ToolsConfig{}
@@ -83,29 +83,20 @@ func (t *ToolsConfig) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("tools must be an object: %w", err)
 	}
 	out := ToolsConfig{}
-	if raw, ok := fields["exec"]; ok {
+	for _, sec := range []struct {
+		name string
+		into any
+	}{{"exec", &out.Exec}, {"jobs", &out.Jobs}, {"agents", &out.Agents}} {
+		raw, ok := fields[sec.name]
+		if !ok {
+			continue
+		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&out.Exec); err != nil {
-			return fmt.Errorf("tools.exec: %w", err)
+		if err := dec.Decode(sec.into); err != nil {
+			return fmt.Errorf("tools.%s: %w", sec.name, err)
 		}
-		delete(fields, "exec")
-	}
-	if raw, ok := fields["jobs"]; ok {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&out.Jobs); err != nil {
-			return fmt.Errorf("tools.jobs: %w", err)
-		}
-		delete(fields, "jobs")
-	}
-	if raw, ok := fields["agents"]; ok {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&out.Agents); err != nil {
-			return fmt.Errorf("tools.agents: %w", err)
-		}
-		delete(fields, "agents")
+		delete(fields, sec.name)
 	}
 	if len(fields) > 0 {
 		rest, err := json.Marshal(fields)
