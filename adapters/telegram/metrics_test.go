@@ -1,14 +1,9 @@
 package telegram_test
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/shipmyagent/ship/adapters/telegram"
 	"github.com/shipmyagent/ship/internal/adaptertest"
@@ -34,49 +29,14 @@ func TestFloodControlShowsInTheMetrics(t *testing.T) {
 	// and counted it: wait for the count, then read the scrape.
 	var fams map[string]*dto.MetricFamily
 	adaptertest.WaitFor(t, "the retried sendMessage and the turn counted", func() bool {
-		fams = scrape(t, m)
-		return counter(fams, "ship_platform_api_calls_total", "telegram", "sendMessage") == 2 &&
-			counter(fams, "ship_turns_total", "telegram", "ok") == 1
+		fams = adaptertest.Scrape(t, m)
+		return adaptertest.Counter(fams, "ship_platform_api_calls_total", "telegram", "sendMessage") == 2 &&
+			adaptertest.Counter(fams, "ship_turns_total", "telegram", "ok") == 1
 	})
-	if got := counter(fams, "ship_platform_api_errors_total", "telegram", "sendMessage", "429"); got != 1 {
+	if got := adaptertest.Counter(fams, "ship_platform_api_errors_total", "telegram", "sendMessage", "429"); got != 1 {
 		t.Errorf("sendMessage errors with code 429: %v, want 1", got)
 	}
-	if got := counter(fams, "ship_platform_api_calls_total", "telegram", "getMe"); got < 1 {
+	if got := adaptertest.Counter(fams, "ship_platform_api_calls_total", "telegram", "getMe"); got < 1 {
 		t.Errorf("getMe calls: %v", got)
 	}
-}
-
-// scrape reads m as Prometheus does, with its text parser.
-func scrape(t *testing.T, m *metrics.Set) map[string]*dto.MetricFamily {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(rec.Body.String()))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	return fams
-}
-
-// counter is the value of name's series whose label values are vals, in
-// order.
-func counter(fams map[string]*dto.MetricFamily, name string, vals ...string) float64 {
-	f := fams[name]
-	if f == nil {
-		return 0
-	}
-next:
-	for _, m := range f.Metric {
-		if len(m.Label) != len(vals) {
-			continue
-		}
-		for i, l := range m.Label {
-			if l.GetValue() != vals[i] {
-				continue next
-			}
-		}
-		return m.Counter.GetValue()
-	}
-	return 0
 }
