@@ -22,9 +22,3 @@ const (
 	CodeOK      = "ok"
 	CodeNetwork = "network"
 )
-
-// NoMeter counts nothing: an adapter's Meter until it is given one.
-type NoMeter struct{}
-
-// PlatformCall implements Meter.
-func (NoMeter) PlatformCall(string, string, string) {}

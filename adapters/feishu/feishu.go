@@ -111,7 +111,6 @@ type Options struct {
 // Adapter is the Feishu/Lark connection.
 type Adapter struct {
 	opts   Options
-	meter  adapters.Meter // nil: not counted
 	domain string
 	cli    *lark.Client
 	events *dispatcher.EventDispatcher
@@ -205,7 +204,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		opts:   opts,
-		meter:  opts.Meter,
 		domain: domain,
 		log:    opts.Logger.With().Str("channel", chat.ChannelFeishu).Logger(),
 		seen:   seen,

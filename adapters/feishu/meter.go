@@ -14,7 +14,7 @@ import (
 
 // MeterWith implements adapters.Metered: the open-platform calls are
 // counted by m from now on. Call it before Run.
-func (a *Adapter) MeterWith(m adapters.Meter) { a.meter = m }
+func (a *Adapter) MeterWith(m adapters.Meter) { a.opts.Meter = m }
 
 // count tells the meter how one attempt of a call went. The code is 429
 // when the gateway said so (the open platform answers its frequency limit
@@ -23,7 +23,7 @@ func (a *Adapter) MeterWith(m adapters.Meter) { a.meter = m }
 // "network" when no answer came. A call cut short by its own context is
 // not counted: that is shutdown, not the platform.
 func (a *Adapter) count(ctx context.Context, method string, res apiResult, err error) {
-	if a.meter == nil || ctx.Err() != nil {
+	if a.opts.Meter == nil || ctx.Err() != nil {
 		return
 	}
 	code := adapters.CodeOK
@@ -40,5 +40,5 @@ func (a *Adapter) count(ctx context.Context, method string, res apiResult, err e
 	case res.status >= 300:
 		code = strconv.Itoa(res.status)
 	}
-	a.meter.PlatformCall(chat.ChannelFeishu, method, code)
+	a.opts.Meter.PlatformCall(chat.ChannelFeishu, method, code)
 }

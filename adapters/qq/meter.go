@@ -12,14 +12,14 @@ import (
 
 // MeterWith implements adapters.Metered: the bot API calls are counted by
 // m from now on. Call it before Run.
-func (a *Adapter) MeterWith(m adapters.Meter) { a.meter = m }
+func (a *Adapter) MeterWith(m adapters.Meter) { a.opts.Meter = m }
 
 // count tells the meter how one attempt of a call went: 429 and other
 // HTTP statuses as QQ answered them, else QQ's code from the body (HTTP
 // 4xx answers carry one, bot.q.qq.com "错误码"), "network" when no answer
 // came. A call cut short by its own context is not counted.
 func (a *Adapter) count(ctx context.Context, method string, err error) {
-	if a.meter == nil || ctx.Err() != nil {
+	if a.opts.Meter == nil || ctx.Err() != nil {
 		return
 	}
 	code := adapters.CodeOK
@@ -33,5 +33,5 @@ func (a *Adapter) count(ctx context.Context, method string, err error) {
 	default:
 		code = strconv.Itoa(ae.Code)
 	}
-	a.meter.PlatformCall(chat.ChannelQQ, method, code)
+	a.opts.Meter.PlatformCall(chat.ChannelQQ, method, code)
 }

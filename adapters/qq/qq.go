@@ -115,7 +115,6 @@ type Options struct {
 // Adapter is the QQ connection.
 type Adapter struct {
 	opts    Options
-	meter   adapters.Meter // nil: not counted
 	log     zerolog.Logger
 	status  adapters.StatusBox
 	tokens  *tokenSource
@@ -235,7 +234,6 @@ func New(opts Options) (*Adapter, error) {
 	events, _ := lru.New[string, struct{}](10_000) // fails only for a size ≤ 0
 	a := &Adapter{
 		opts:    opts,
-		meter:   opts.Meter,
 		log:     log,
 		hookKey: signingKey(opts.WebhookSecret),
 		events:  events,
