@@ -7,9 +7,9 @@ import "github.com/shipmyagent/ship/runtime/config"
 // requireMention and streaming. The token, the API base, the mode, the
 // webhook, parseMode and busyNote need a restart.
 func (a *Adapter) Reconfigure(cfg config.Config) {
-	tc := cfg.Adapters.Telegram
-	a.allowC.Set(tc.AllowedChatIDs)
-	a.allowU.Set(tc.AllowedUserIDs)
-	a.requireMention.Store(tc.RequireMention == nil || *tc.RequireMention)
-	a.streaming.Store(tc.Streaming != "off")
+	o := optionsFrom(cfg)
+	a.allowC.Set(o.AllowedChatIDs)
+	a.allowU.Set(o.AllowedUserIDs)
+	a.requireMention.Store(o.RequireMention)
+	a.streaming.Store(o.Streaming)
 }

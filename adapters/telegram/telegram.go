@@ -99,13 +99,21 @@ type Adapter struct {
 
 // FromConfig builds the adapter from ship's configuration.
 func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Adapter, error) {
-	tc := cfg.Adapters.Telegram
 	md, err := adapters.MediaFromConfig(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	return New(Options{
-		Media:          md,
+	opts := optionsFrom(cfg)
+	opts.Media, opts.Host, opts.Logger = md, host, log
+	return New(opts)
+}
+
+// optionsFrom reads the options ship's configuration sets (FromConfig adds
+// the media, the host and the logger; Reconfigure takes what a running
+// adapter can change).
+func optionsFrom(cfg config.Config) Options {
+	tc := cfg.Adapters.Telegram
+	return Options{
 		Token:          tc.BotToken,
 		APIBase:        tc.APIBase,
 		Mode:           tc.Mode,
@@ -118,9 +126,7 @@ func FromConfig(cfg config.Config, host adapters.Host, log zerolog.Logger) (*Ada
 		ParseMode:      tc.ParseMode,
 		Streaming:      tc.Streaming != "off",
 		CacheDir:       cfg.StatePath(".cache", "telegram"),
-		Host:           host,
-		Logger:         log,
-	})
+	}
 }
 
 // New checks the options. Nothing is sent over the network until Run.
