@@ -28,14 +28,16 @@ type Server struct {
 	served    chan struct{} // closed when Serve returns
 }
 
-// Start serves h; name prefixes the error ("fakeopenai: listen: …").
-func Start(name string, h http.Handler) (*Server, error) {
+// Start serves the handler that handler returns for the new server,
+// which it is given before any request is served (a fake keeps it there
+// to ask Closing); name prefixes the error ("fakeopenai: listen: …").
+func Start(name string, handler func(*Server) http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen: %w", name, err)
 	}
 	s := &Server{listener: ln, served: make(chan struct{}), drained: make(chan struct{}), active: map[net.Conn]bool{}}
-	s.http = &http.Server{Handler: h, ConnState: s.connState, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: handler(s), ConnState: s.connState, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.served)
 		_ = s.http.Serve(ln) // returns http.ErrServerClosed after Close

@@ -76,19 +76,12 @@ func StartWithOptions(h Handler, opts Options) (*Server, error) {
 	}
 	s.SetHandler(h)
 	s.SetTranscriber(nil)
-	// Requests wait until s.srv is set: the server's goroutines start
-	// before it, and a client in another process gives the race detector
-	// no order between the two.
-	ready := make(chan struct{})
-	srv, err := fakehttp.Start("fakeopenai", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-ready
-		s.serveHTTP(w, r)
-	}))
-	if err != nil {
+	if _, err := fakehttp.Start("fakeopenai", func(srv *fakehttp.Server) http.Handler {
+		s.srv = srv
+		return http.HandlerFunc(s.serveHTTP)
+	}); err != nil {
 		return nil, err
 	}
-	s.srv = srv
-	close(ready)
 	return s, nil
 }
 
