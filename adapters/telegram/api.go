@@ -69,14 +69,13 @@ func (a *api) call(ctx context.Context, method string, params tgbotapi.Params) (
 // the response, so callers tell 429 and 400 apart as for call.
 func (a *api) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile) (json.RawMessage, error) {
 	resp, err := a.bot(ctx).UploadFiles(method, params, files)
+	if te, ok := apiError(err); ok && te.Code == 0 && resp != nil {
+		te.Code = resp.ErrorCode
+	}
+	a.count(ctx, method, err)
 	if err != nil {
-		if te, ok := apiError(err); ok && te.Code == 0 && resp != nil {
-			te.Code = resp.ErrorCode
-		}
-		a.count(ctx, method, err)
 		return nil, a.redact(fmt.Errorf("telegram %s: %w", method, err))
 	}
-	a.count(ctx, method, nil)
 	return resp.Result, nil
 }
 
