@@ -1,5 +1,7 @@
 package adapters
 
+import "github.com/shipmyagent/ship/runtime/metrics"
+
 // Meter counts a platform's API calls for ship's metrics (the binary
 // passes runtime/metrics' Set; a platform never sees more of it). The
 // labels it is given must come from bounded sets: the platform's name, a
@@ -17,8 +19,9 @@ type Metered interface {
 	MeterWith(m Meter)
 }
 
-// Codes of a call that got no platform code.
+// Codes of a call that got no platform code. CodeOK is the metrics' own,
+// which they count as no error.
 const (
-	CodeOK      = "ok"
+	CodeOK      = metrics.CodeOK
 	CodeNetwork = "network"
 )
