@@ -4,31 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
+
+	"github.com/shipmyagent/ship/internal/fakeclock"
 )
-
-// clock is a settable clock for the prompt cache.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // longText is about 1,500 estimated tokens.
 var longText = strings.Repeat("A document the user keeps asking about. ", 150)
@@ -60,8 +43,8 @@ func TestCacheBreakpoints(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			t.Parallel()
-			clk := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-			s, err := StartWithOptions(nil, Options{Now: clk.now})
+			clk := fakeclock.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+			s, err := StartWithOptions(nil, Options{Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +95,7 @@ func TestCacheBreakpoints(t *testing.T) {
 				t.Errorf("haiku, 1,500 tokens: input %d, created %d, read %d; want nothing cached", in, created, read)
 			}
 			// Five minutes after its last use the entry is gone.
-			clk.add(5*time.Minute + time.Second)
+			clk.Advance(5*time.Minute + time.Second)
 			if _, created, read := call("k", "claude-sonnet-4-5", second...); read != 0 || created == 0 {
 				t.Errorf("after 5 idle minutes: created %d, read %d; want written again", created, read)
 			}

@@ -4,31 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/shipmyagent/ship/internal/fakeclock"
 )
-
-// clock is a settable clock for the prompt cache.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // longSystem is a system prompt of about 1,500 estimated tokens.
 var longSystem = strings.Repeat("Standing instructions that do not change. ", 140)
@@ -53,8 +36,8 @@ func TestCachedTokensByPrefix(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			t.Parallel()
-			clk := &clock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-			s, err := StartWithOptions(nil, Options{Now: clk.now})
+			clk := fakeclock.New(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+			s, err := StartWithOptions(nil, Options{Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +91,7 @@ func TestCachedTokensByPrefix(t *testing.T) {
 				t.Errorf("short prompt: cached %d, want 0", c)
 			}
 			// After more than five idle minutes the prefix is gone.
-			clk.add(6 * time.Minute)
+			clk.Advance(6 * time.Minute)
 			if c, _ := call("k", second...); c != 0 {
 				t.Errorf("after 6 idle minutes: cached %d, want 0", c)
 			}
