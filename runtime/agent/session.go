@@ -178,10 +178,7 @@ func (ss *sessions) rebuild(ctx context.Context, chatKey, currentText, currentID
 	// No summary yet (or a chat from before summaries): the newest turns
 	// that fit, as the prompt always held.
 	turns = turnsOf(entries)
-	for len(turns) > 1 && ss.over(turns, 1) {
-		turns = turns[1:]
-	}
-	return turns, "", existed, nil
+	return turns[excess(turns, ss.limits.MaxMessages, ss.limits.MaxChars):], "", existed, nil
 }
 
 // turnsOf rebuilds the turns of log entries: each user message with the
@@ -273,35 +270,29 @@ func (ss *sessions) len() int {
 // block keeps the prefix the same for the many turns it takes to fill the
 // other half. The newest turn is always kept.
 func (ss *sessions) split(turns []exchange) (kept, dropped []exchange) {
-	if !ss.over(turns, 1) {
+	if excess(turns, ss.limits.MaxMessages, ss.limits.MaxChars) == 0 {
 		return turns, nil
 	}
-	i := 0
-	for i < len(turns)-1 && ss.over(turns[i:], 2) {
-		i++
-	}
+	i := excess(turns, ss.limits.MaxMessages/2, ss.limits.MaxChars/2)
 	return turns[i:], turns[:i]
 }
 
-// over says whether turns are over the limits divided by div.
-func (ss *sessions) over(turns []exchange, div int) bool {
+// excess is how many of the oldest turns must go for the rest to hold at
+// most maxMsgs messages and maxChars characters; the newest turn always
+// stays.
+func excess(turns []exchange, maxMsgs, maxChars int) int {
 	msgs, chars := 0, 0
 	for _, t := range turns {
 		msgs += len(t)
 		chars += turnChars(t)
 	}
-	return msgs > ss.limits.MaxMessages/div || chars > ss.limits.MaxChars/div
-}
-
-// overTwice says whether turns are past twice the limits: kept that long
-// only while summaries fail, and then cut regardless.
-func (ss *sessions) overTwice(turns []exchange) bool {
-	msgs, chars := 0, 0
-	for _, t := range turns {
-		msgs += len(t)
-		chars += turnChars(t)
+	i := 0
+	for i < len(turns)-1 && (msgs > maxMsgs || chars > maxChars) {
+		msgs -= len(turns[i])
+		chars -= turnChars(turns[i])
+		i++
 	}
-	return msgs > 2*ss.limits.MaxMessages || chars > 2*ss.limits.MaxChars
+	return i
 }
 
 func turnChars(t exchange) int {

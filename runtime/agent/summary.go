@@ -129,13 +129,12 @@ func (r *Runtime) settle(ctx context.Context, model llms.Model, chatKey string, 
 	}
 	if err != nil {
 		log.Warn().Err(err).Int("turns", len(mem.turns)).Msg("history over its limits and not summarised; the next turn tries again")
-		if !r.sessions.overTwice(mem.turns) {
+		maxMsgs, maxChars := 2*r.sessions.limits.MaxMessages, 2*r.sessions.limits.MaxChars
+		if excess(mem.turns, maxMsgs, maxChars) == 0 {
 			return mem, spent
 		}
-		pending := block
-		for len(pending) > 1 && r.sessions.overTwice(pending) {
-			pending = pending[1:] // the oldest of them are only in the log now
-		}
+		// The oldest of the pending turns are only in the log now.
+		pending := block[excess(block, maxMsgs, maxChars):]
 		return chatMemory{turns: kept, summary: mem.summary, pending: pending}, spent
 	}
 	log.Info().Int("summarised", len(block)).Int("kept", len(kept)).Msg("oldest turns summarised")
