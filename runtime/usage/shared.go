@@ -94,8 +94,7 @@ func (t *Tally) dayShared(ctx context.Context, day string) (*Day, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing shared token usage: %w", err)
 	}
-	start, _ := time.Parse(dayLayout, DayOf(t.now()))
-	oldest := DayOf(start.AddDate(0, 0, -(KeepDays - 1)))
+	oldest := oldestKept(DayOf(t.now()))
 	d := newDay()
 	for _, r := range recs {
 		rday, rest, ok := strings.Cut(r.Key, "/")

@@ -166,13 +166,18 @@ func (t *Tally) prune(today string) {
 		return
 	}
 	names, _ := filepath.Glob(filepath.Join(t.dir, "????-??-??.json"))
-	start, _ := time.Parse(dayLayout, today)
-	oldest := DayOf(start.AddDate(0, 0, -(KeepDays - 1)))
+	oldest := oldestKept(today)
 	for _, n := range names {
 		if day := strings.TrimSuffix(filepath.Base(n), ".json"); day < oldest {
 			_ = os.Remove(n)
 		}
 	}
+}
+
+// oldestKept is the oldest of the KeepDays days kept on today.
+func oldestKept(today string) string {
+	start, _ := time.Parse(dayLayout, today)
+	return DayOf(start.AddDate(0, 0, -(KeepDays - 1)))
 }
 
 // FlushEvery bounds how often today's file is written: a turn costs a
@@ -295,10 +300,9 @@ type Row struct {
 // counters).
 func (t *Tally) Report(ctx context.Context, day string, top int) (Report, error) {
 	if t.shared != nil {
-		if day == "" {
-			day = DayOf(t.now())
-		} else if _, err := time.Parse(dayLayout, day); err != nil {
-			return Report{}, fmt.Errorf("reading the day %q: want YYYY-MM-DD: %w", day, err)
+		day, err := dayOrToday(day, t.now())
+		if err != nil {
+			return Report{}, err
 		}
 		d, err := t.dayShared(ctx, day)
 		if err != nil {
@@ -322,16 +326,27 @@ func (t *Tally) Report(ctx context.Context, day string, top int) (Report, error)
 // ReadReport is day's usage ("" for today, by now) from the files in dir,
 // read without a running ship (`ship usage`).
 func ReadReport(dir, day string, now time.Time, top int) (Report, error) {
-	if day == "" {
-		day = DayOf(now)
-	} else if _, err := time.Parse(dayLayout, day); err != nil {
-		return Report{}, fmt.Errorf("reading the day %q: want YYYY-MM-DD: %w", day, err)
+	day, err := dayOrToday(day, now)
+	if err != nil {
+		return Report{}, err
 	}
 	d, err := readDay(dir, day)
 	if err != nil {
 		return Report{}, err
 	}
 	return report(day, d, top), nil
+}
+
+// dayOrToday is the day a report asks for: day, checked, or "" for the
+// day now falls in.
+func dayOrToday(day string, now time.Time) (string, error) {
+	if day == "" {
+		return DayOf(now), nil
+	}
+	if _, err := time.Parse(dayLayout, day); err != nil {
+		return "", fmt.Errorf("reading the day %q: want YYYY-MM-DD: %w", day, err)
+	}
+	return day, nil
 }
 
 func report(day string, d *Day, top int) Report {
