@@ -43,7 +43,7 @@ func (e *Engine) Command(ctx context.Context, name, args string, req dispatch.Re
 	case dispatch.AnswerCommand:
 		return e.answerCommand(ctx, args, req), true
 	case "jobs":
-		return e.jobsCommand(req), true
+		return e.jobsText(req.ChatKey), true
 	case "cancel":
 		return e.cancelCommand(args, req), true
 	case "approve", "deny":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -160,12 +161,7 @@ func (e *Engine) CancelJob(chatKey, id, by string) (jobs.Job, error) {
 	return j, nil
 }
 
-// jobsCommand answers /jobs: the chat's jobs with state and age.
-func (e *Engine) jobsCommand(req dispatch.RequestContext) string {
-	return e.jobsText(req.ChatKey)
-}
-
-// jobsText lists chatKey's jobs for /jobs.
+// jobsText answers /jobs: chatKey's jobs with state and age.
 func (e *Engine) jobsText(chatKey string) string {
 	if e.jobs == nil {
 		return "Background jobs are not enabled here."
@@ -189,19 +185,10 @@ func (e *Engine) jobsText(chatKey string) string {
 			fmt.Fprintf(&b, "\n%s %s %s ago (exit %d%s): %s", j.ID, j.State, now.Sub(j.Ended).Round(time.Second), j.ExitCode, j.LeaseNote(now), j.Label)
 		}
 	}
-	if e.hasRunning(list) {
+	if slices.ContainsFunc(list, func(j jobs.Job) bool { return j.State == jobs.Running }) {
 		b.WriteString("\n/cancel ID stops a running job.")
 	}
 	return b.String()
-}
-
-func (e *Engine) hasRunning(list []jobs.Job) bool {
-	for _, j := range list {
-		if j.State == jobs.Running {
-			return true
-		}
-	}
-	return false
 }
 
 // mayCancel says whether who (an identity) may cancel job id of chatKey:

@@ -8,7 +8,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/shipmyagent/ship/runtime/ingress"
-	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/metrics"
 	"github.com/shipmyagent/ship/runtime/queue"
 )
@@ -28,15 +27,7 @@ func (e *Engine) watchGauges(m *metrics.Set) {
 		m.Approvals(func() int { return len(e.gov.approvals.Pending("")) })
 	}
 	if e.jobs != nil {
-		m.Jobs(func() int {
-			n := 0
-			for _, j := range e.jobs.List("") {
-				if j.State == jobs.Running {
-					n++
-				}
-			}
-			return n
-		})
+		m.Jobs(e.jobs.Running)
 	}
 }
 

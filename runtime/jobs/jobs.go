@@ -353,6 +353,19 @@ func (m *Manager) List(chatKey string) []Job {
 	return out
 }
 
+// Running is how many jobs are running now.
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, e := range m.jobs {
+		if e.job.State == Running {
+			n++
+		}
+	}
+	return n
+}
+
 // Unreported returns the interrupted jobs whose chats were not told yet.
 func (m *Manager) Unreported() []Job {
 	var out []Job
