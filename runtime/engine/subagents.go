@@ -18,7 +18,6 @@ import (
 	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/turn"
-	"github.com/shipmyagent/ship/runtime/usage"
 )
 
 // SubAgentTool is the name of the tool that starts a sub-agent.
@@ -181,7 +180,7 @@ func (e *Engine) spawn(ctx context.Context, in spawnArgs) (jobs.Job, error) {
 	run, _ := dispatch.RunFrom(ctx)
 	route := sc.req
 	timeout := time.Duration(in.TimeoutSeconds * float64(time.Second))
-	label := fmt.Sprintf("%s %q", SubAgentTool, clip(strings.Join(strings.Fields(in.Brief), " "), 80))
+	label := fmt.Sprintf("%s %q", SubAgentTool, clip(brief, 80))
 	reqID := chainRequest(parent, run)
 	// Start names the job only once it runs; the sub-agent waits for its
 	// name and lease, which the audit and the events need.
@@ -275,8 +274,7 @@ func (e *Engine) countSubAgent(ctx context.Context, chatKey string, t turn.Turn,
 	if e.usage == nil {
 		return
 	}
-	c := usage.Counts{Input: int64(u.PromptTokens), CachedInput: int64(u.CachedPromptTokens), Output: int64(u.CompletionTokens)}
-	if err := e.usage.Add(context.WithoutCancel(ctx), chatKey, person(t), c); err != nil {
+	if err := e.usage.Add(context.WithoutCancel(ctx), chatKey, person(t), countsOf(u)); err != nil {
 		zerolog.Ctx(ctx).Error().Err(err).Msg("counting a sub-agent's tokens")
 	}
 }

@@ -95,7 +95,7 @@ func (r *Runner) recordUsage(ctx context.Context, item queue.Item[ingress.Job], 
 		return
 	}
 	u, who := res.Usage, person(job.Turn)
-	c := usage.Counts{Input: int64(u.PromptTokens), CachedInput: int64(u.CachedPromptTokens), Output: int64(u.CompletionTokens)}
+	c := countsOf(u)
 	if err := r.usage.Add(context.WithoutCancel(ctx), item.ChatKey, who, c); err != nil {
 		log.Error().Err(err).Msg("counting a run's tokens")
 	}
@@ -114,4 +114,9 @@ func (r *Runner) recordUsage(ctx context.Context, item queue.Item[ingress.Job], 
 		return
 	}
 	pending.Release()
+}
+
+// countsOf is a run's token usage as the tally counts it.
+func countsOf(u turn.Usage) usage.Counts {
+	return usage.Counts{Input: int64(u.PromptTokens), CachedInput: int64(u.CachedPromptTokens), Output: int64(u.CompletionTokens)}
 }
