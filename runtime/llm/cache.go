@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -153,11 +154,8 @@ func markBreakpoints(body []byte, plan cachePlan) ([]byte, error) {
 	err := eachTopLevel(body, func(key string, start, end int) error {
 		switch key {
 		case "tools":
-			lastEnd := -1
-			if err := eachElement(body, start, end, func(_, _, ee int) error {
-				lastEnd = ee
-				return nil
-			}); err != nil {
+			lastEnd, err := lastElementEnd(body, start, end)
+			if err != nil {
 				return err
 			}
 			if lastEnd > 0 && body[lastEnd-1] == '}' {
@@ -171,18 +169,15 @@ func markBreakpoints(body []byte, plan cachePlan) ([]byte, error) {
 				with: `[{"type":"text","text":` + string(body[start:end]) + `,"cache_control":` + ephemeral + `}]`})
 		case "messages":
 			return eachElement(body, start, end, func(i, ms, me int) error {
-				if !marked(plan.messages, i) {
+				if !slices.Contains(plan.messages, i) {
 					return nil
 				}
 				return eachTopLevel(body[ms:me], func(key string, cs, ce int) error {
 					if key != "content" || body[ms+cs] != '[' {
 						return nil
 					}
-					lastEnd := -1
-					if err := eachElement(body[ms:me], cs, ce, func(_, _, be int) error {
-						lastEnd = be
-						return nil
-					}); err != nil {
+					lastEnd, err := lastElementEnd(body[ms:me], cs, ce)
+					if err != nil {
 						return err
 					}
 					if lastEnd > 0 && body[ms+lastEnd-1] == '}' {
@@ -213,13 +208,15 @@ func markBreakpoints(body []byte, plan cachePlan) ([]byte, error) {
 	return append(out, body[prev:]...), nil
 }
 
-func marked(idx []int, i int) bool {
-	for _, j := range idx {
-		if j == i {
-			return true
-		}
-	}
-	return false
+// lastElementEnd is where the last element of the JSON array at
+// body[start:end] ends in body; -1 for an empty array.
+func lastElementEnd(body []byte, start, end int) (int, error) {
+	lastEnd := -1
+	err := eachElement(body, start, end, func(_, _, ee int) error {
+		lastEnd = ee
+		return nil
+	})
+	return lastEnd, err
 }
 
 // eachTopLevel calls f with each key of the JSON object obj and where its
