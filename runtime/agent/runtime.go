@@ -196,7 +196,7 @@ func (r *Runtime) Run(ctx context.Context, in AgentRunInput) (AgentResult, error
 	mem, spent := r.settle(ctx, l.model(), in.ChatKey, chatRoute{req.Channel, req.ChatID}, mem)
 	r.sessions.update(in.ChatKey, mem, epoch)
 	// A summary is part of what the chat costs.
-	res.Usage = addUsage(res.Usage, spent)
+	res.Usage = res.Usage.Add(spent)
 	return res, runErr
 }
 
@@ -357,15 +357,12 @@ func (l *loop) model() llms.Model {
 // OutputTokens from Anthropic, whose input_tokens leave out the tokens
 // written to (CacheCreationInputTokens) and read from
 // (CacheReadInputTokens) its prompt cache: the prompt is all three.
-func (l *loop) countUsage(info map[string]any) { l.res.Usage = addUsage(l.res.Usage, usageOf(info)) }
+func (l *loop) countUsage(info map[string]any) { l.res.Usage = l.res.Usage.Add(UsageOf(info)) }
 
 // UsageOf reads the token counts one model call reported in its
-// GenerationInfo, as a run counts them (a budget kept outside the run
-// counts the same way).
-func UsageOf(info map[string]any) Usage { return usageOf(info) }
-
-// usageOf reads the token counts of one model call (see countUsage).
-func usageOf(info map[string]any) Usage {
+// GenerationInfo (see countUsage), as a run counts them (a budget kept
+// outside the run counts the same way).
+func UsageOf(info map[string]any) Usage {
 	n := func(k string) int {
 		switch v := info[k].(type) {
 		case int:
@@ -382,13 +379,6 @@ func usageOf(info map[string]any) Usage {
 		CachedPromptTokens: n("PromptCachedTokens") + n("CacheReadInputTokens"),
 		CompletionTokens:   n("CompletionTokens") + n("OutputTokens"),
 	}
-}
-
-func addUsage(a, b Usage) Usage {
-	a.PromptTokens += b.PromptTokens
-	a.CachedPromptTokens += b.CachedPromptTokens
-	a.CompletionTokens += b.CompletionTokens
-	return a
 }
 
 func (l *loop) dropOldestHalf() {

@@ -60,7 +60,7 @@ func (r *Runtime) summarize(ctx context.Context, model llms.Model, prior string,
 	if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Content) == "" {
 		return "", Usage{}, fmt.Errorf("summarising the oldest turns: the model answered nothing")
 	}
-	spent := usageOf(resp.Choices[0].GenerationInfo)
+	spent := UsageOf(resp.Choices[0].GenerationInfo)
 	return truncateUTF8(strings.TrimSpace(resp.Choices[0].Content), maxSummaryChars), spent, nil
 }
 

@@ -93,9 +93,7 @@ func (r *Runner) checkOutput(ctx context.Context, hold *dispatch.Hold, in agent.
 		again.Preset, again.Files = nil, nil
 		more, merr := r.Runtime.Run(ctx, again)
 		more.ToolCalls = append(res.ToolCalls, redactCalls(more.ToolCalls, r.Redact)...)
-		more.Usage.PromptTokens += res.Usage.PromptTokens
-		more.Usage.CachedPromptTokens += res.Usage.CachedPromptTokens
-		more.Usage.CompletionTokens += res.Usage.CompletionTokens
+		more.Usage = more.Usage.Add(res.Usage)
 		res, err = more, merr
 	}
 }

@@ -50,6 +50,14 @@ type Usage struct {
 	CachedPromptTokens int
 }
 
+// Add is u and o counted together.
+func (u Usage) Add(o Usage) Usage {
+	u.PromptTokens += o.PromptTokens
+	u.CachedPromptTokens += o.CachedPromptTokens
+	u.CompletionTokens += o.CompletionTokens
+	return u
+}
+
 // Artifact is a file a run sent into its chat (chat_send_file): what the
 // event stream, /api/execute and the chat log tell about it. The bytes are
 // the copy ship kept under .ship/files when it sent them, so a download
