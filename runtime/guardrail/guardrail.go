@@ -2,8 +2,8 @@
 // scheduled task declares for it (seed 001's output guardrail): the output
 // must be one JSON document that the schema accepts. The engine asks the
 // model to repair an output that fails, at most MaxRepairs times, and
-// otherwise rejects it; this package only compiles schemas, checks outputs
-// and words the notes.
+// otherwise rejects it; this package only reads and compiles schemas,
+// checks outputs and words the notes.
 package guardrail
 
 import (
@@ -11,6 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -48,6 +51,26 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
 	}
 	return &Schema{resolved: r}, nil
+}
+
+// LocalFile reports whether f, a schema file's name (outputSchemaFile),
+// is a relative path that stays inside the folder it is read from.
+func LocalFile(f string) bool {
+	clean := path.Clean(filepath.ToSlash(f))
+	return !path.IsAbs(clean) && !filepath.IsAbs(f) && clean != ".." && !strings.HasPrefix(clean, "../")
+}
+
+// ReadFile reads the schema file f (a LocalFile) of folder dir and checks
+// that it compiles.
+func ReadFile(dir, f string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path.Clean(filepath.ToSlash(f)))))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Compile(b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Check returns why output does not match the schema, or "" when it does.

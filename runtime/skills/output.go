@@ -4,10 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -47,8 +43,7 @@ func checkSchemaFile(h header) error {
 	if h.OutputSchema != "" {
 		return errors.New("frontmatter fields outputSchema and outputSchemaFile: give one of them")
 	}
-	clean := path.Clean(filepath.ToSlash(f))
-	if path.IsAbs(clean) || filepath.IsAbs(f) || clean == ".." || strings.HasPrefix(clean, "../") {
+	if !guardrail.LocalFile(f) {
 		return fmt.Errorf("frontmatter field outputSchemaFile %q must be a file inside the skill's folder", f)
 	}
 	return nil
@@ -61,11 +56,8 @@ func loadSchema(s *Skill, h header) error {
 	if h.OutputSchemaFile == "" {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(s.Dir, filepath.FromSlash(path.Clean(filepath.ToSlash(h.OutputSchemaFile)))))
+	b, err := guardrail.ReadFile(s.Dir, h.OutputSchemaFile)
 	if err != nil {
-		return fmt.Errorf("reading outputSchemaFile: %w", err)
-	}
-	if _, err := guardrail.Compile(b); err != nil {
 		return fmt.Errorf("reading outputSchemaFile: %w", err)
 	}
 	s.OutputSchema = string(b)

@@ -2,10 +2,6 @@ package tasks
 
 import (
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
-	"strings"
 
 	"github.com/shipmyagent/ship/runtime/guardrail"
 	"github.com/shipmyagent/ship/runtime/turn"
@@ -24,8 +20,7 @@ func (t Task) validateOutput() error {
 		}
 	}
 	if f := t.OutputSchemaFile; f != "" {
-		clean := path.Clean(filepath.ToSlash(f))
-		if path.IsAbs(clean) || filepath.IsAbs(f) || clean == ".." || strings.HasPrefix(clean, "../") {
+		if !guardrail.LocalFile(f) {
 			return fmt.Errorf("%w: outputSchemaFile %q must be a path inside the project folder, like schemas/report.json", ErrInvalid, clip(f, 80))
 		}
 	}
@@ -38,11 +33,8 @@ func (t Task) validateOutput() error {
 func (t Task) outputCheck(project string) (*turn.OutputCheck, error) {
 	raw := []byte(t.OutputSchema)
 	if t.OutputSchemaFile != "" {
-		b, err := os.ReadFile(filepath.Join(project, filepath.FromSlash(path.Clean(filepath.ToSlash(t.OutputSchemaFile)))))
+		b, err := guardrail.ReadFile(project, t.OutputSchemaFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading outputSchemaFile of task %s: %w", t.Name, err)
-		}
-		if _, err := guardrail.Compile(b); err != nil {
 			return nil, fmt.Errorf("reading outputSchemaFile of task %s: %w", t.Name, err)
 		}
 		raw = b
