@@ -19,7 +19,7 @@ import (
 // request's (they only narrow, and deny wins as everywhere). routed is false
 // without profiles: nothing changed and there is nothing to announce.
 func (r *Runner) route(item *queue.Item[ingress.Job], log *zerolog.Logger) (d profiles.Decision, routed bool) {
-	if len(r.profiles.Names()) == 0 {
+	if r.profiles.Len() == 0 {
 		return profiles.Decision{Text: item.Value.Text}, false
 	}
 	job := item.Value
@@ -44,7 +44,7 @@ func (r *runEvents) routeDecided(d profiles.Decision) {
 
 // agentHelp is /help's line about /agent, when there are profiles.
 func (e *Engine) agentHelp() string {
-	if len(e.profiles.Names()) == 0 {
+	if e.profiles.Len() == 0 {
 		return ""
 	}
 	return "/agent – list the agents; /agent NAME <text> or @NAME <text> asks one\n"

@@ -129,6 +129,14 @@ func CheckGlob(g string) error {
 	return nil
 }
 
+// Len is how many profiles are configured.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.byName)
+}
+
 // Names lists the profiles, sorted.
 func (s *Set) Names() []string {
 	if s == nil {
