@@ -200,7 +200,7 @@ func (e *Engine) mayCancel(chatKey, who, id string) bool {
 		return true
 	}
 	for _, j := range e.jobs.List(chatKey) {
-		if strings.EqualFold(j.ID, id) {
+		if j.ID == jobs.NormID(id) {
 			return j.Identity == who || e.gov.current().CanApprove(who)
 		}
 	}
@@ -216,10 +216,14 @@ func (e *Engine) cancelCommand(args string, req dispatch.RequestContext) string 
 // cancelAs answers /cancel ID in chatKey from the person whose identity is
 // id and whose name the chat is told.
 func (e *Engine) cancelAs(args, chatKey, ident, name string) string {
-	id, _, _ := strings.Cut(strings.TrimSpace(args), " ")
-	if id == "" {
+	// The id is read once, as the job manager reads it: checked in one
+	// spelling and looked up in another ("J1\t" against "J1"), an id let
+	// anyone cancel any job of the chat.
+	words := strings.Fields(args)
+	if len(words) == 0 {
 		return "Usage: /cancel ID (the ids are in /jobs)."
 	}
+	id := jobs.NormID(words[0])
 	if !e.mayCancel(chatKey, ident, id) {
 		return fmt.Sprintf("Only whoever started job %s, or an approver, may cancel it.", strings.ToUpper(id))
 	}

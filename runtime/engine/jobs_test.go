@@ -176,3 +176,34 @@ func TestJobRunningWhenShipStopsIsReportedOnceAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestAnotherMemberCannotCancelAJobByDisguisingItsID tries to slip a job id
+// past the starter-or-approver check: an id with a tab, a no-break space or
+// another Unicode space after it, or in lower case, names the same job to the
+// job manager, so each must be refused like the plain id, on a platform chat
+// and on the api chats' path alike.
+func TestAnotherMemberCannotCancelAJobByDisguisingItsID(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessOptions{dir: dir, handler: fakeopenai.RunCommands, exec: true, policy: jobsPolicy, jobs: openJobs(t, dir)})
+	key := chatKeyOf("1")
+	h.ask("1", "m1", "bg: "+waitScript)
+	other := dispatch.RequestContext{ChatKey: key, Channel: testChannel, ChatID: "1", UserID: "u2", Username: "mallory"}
+	for _, args := range []string{"J1\t x", "j1\u00a0 x", "J1\u2003 x", "\u00a0J1", "j1\n x", "J1\u3000"} {
+		if reply, _ := h.engine.Command(context.Background(), "cancel", args, other); !strings.Contains(reply, "Only whoever started job J1, or an approver") {
+			t.Errorf("/cancel %q by another member = %q, want a refusal", args, reply)
+		}
+		if reply, _ := h.engine.JobsCommand("cancel", args, key, "api:mallory"); !strings.Contains(reply, "Only whoever started job J1, or an approver") {
+			t.Errorf("/cancel %q by another token's identity = %q, want a refusal", args, reply)
+		}
+	}
+	if list := h.engine.Jobs(key); len(list) != 1 || list[0].State != jobs.Running {
+		t.Fatalf("after the disguised /cancel: %+v; want J1 still running", list)
+	}
+	req := other
+	req.UserID, req.Username = "u1", "alice"
+	if reply, _ := h.engine.Command(context.Background(), "cancel", "j1\t", req); reply != "" {
+		t.Errorf("the starter's /cancel = %q, want no reply (the note follows)", reply)
+	}
+	h.waitText(key, "Job J1 (exec_shell `"+waitScript+"`) was cancelled by alice")
+	h.waitIdle()
+}

@@ -327,7 +327,7 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelFunc, e *entry, 
 func (m *Manager) Cancel(chatKey, id, by string) (Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.jobs[strings.ToUpper(strings.TrimSpace(id))]
+	e, ok := m.jobs[NormID(id)]
 	if !ok || (chatKey != "" && e.job.ChatKey != chatKey) {
 		return Job{}, ErrUnknown
 	}
@@ -338,6 +338,11 @@ func (m *Manager) Cancel(chatKey, id, by string) (Job, error) {
 	e.cancel()
 	return e.job, nil
 }
+
+// NormID is a job id as the manager looks it up: upper case, without the
+// white space around it. Whoever checks rights on an id before Cancel
+// compares this form with Job.ID.
+func NormID(id string) string { return strings.ToUpper(strings.TrimSpace(id)) }
 
 // List returns the jobs of chatKey ("" for all), newest first.
 func (m *Manager) List(chatKey string) []Job {
