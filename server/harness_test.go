@@ -23,6 +23,7 @@ import (
 	"github.com/shipmyagent/ship/runtime/dispatch"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/ingress"
+	"github.com/shipmyagent/ship/runtime/jobs"
 	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/media"
 	"github.com/shipmyagent/ship/runtime/metrics"
@@ -67,6 +68,8 @@ type setup struct {
 	// metrics, when set, are counted by the engine and served at
 	// /metrics.
 	metrics *metrics.Set
+	// jobs lets exec_shell run background jobs (with exec).
+	jobs *jobs.Manager
 }
 
 // env is the core wired as in production (real ChatStore, queue, runtime,
@@ -116,7 +119,7 @@ func newEnv(t *testing.T, o setup) *env {
 	})
 	toolset := tools.Default
 	if o.exec {
-		shell := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, Secrets: []string{testModelKey}, Logger: zerolog.New(logs)})
+		shell := tools.NewExecShell(tools.ExecShellOptions{Dir: dir, Secrets: []string{testModelKey}, Logger: zerolog.New(logs), Jobs: o.jobs})
 		toolset = func(s chat.Log, d *dispatch.Deliverer) []agent.Tool { return append(tools.Default(s, d), shell) }
 	}
 	var qs *questions.Store
@@ -150,7 +153,7 @@ func newEnv(t *testing.T, o setup) *env {
 		Questions:     qs,
 		Logger:        zerolog.New(logs),
 		Usage:         o.usage, TokenBudget: o.budget,
-		Metrics: o.metrics,
+		Metrics: o.metrics, Jobs: o.jobs,
 	})
 	if err != nil {
 		t.Fatal(err)
