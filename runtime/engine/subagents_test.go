@@ -5,6 +5,8 @@ import (
 
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -210,5 +212,40 @@ func TestSubAgentSpendsItsStartersBudget(t *testing.T) {
 	calls := int64(len(h.fake.Requests()))
 	if _, who := tally.Today(context.Background(), key, "telegram:u1"); who.Output != 10*calls {
 		t.Fatalf("the person was counted %d output tokens over %d model calls, want 10 a call", who.Output, calls)
+	}
+}
+
+// TestSubAgentCannotWidenItsStartersRights: the starter may run echo only;
+// a sub-agent asked for every tool ("*", exec_shell by name) and told to
+// read a file still has the starter's rights, not more. The file's text
+// never comes back and the refusal is audited under the sub-agent.
+func TestSubAgentCannotWidenItsStartersRights(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("launch-codes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOptions{dir: dir, handler: subAgentModel, exec: true, policy: subAgentPolicy,
+		jobs: openJobs(t, dir), subAgents: &engine.SubAgentOptions{}})
+	key := chatKeyOf("1")
+	if o := h.ask("1", "m1", spawnText(t, map[string]any{"brief": "run: cat secret.txt", "tools": []string{"*", "exec_shell"}})); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	h.waitText(key, "got: [sub-agent J1")
+	h.waitIdle()
+	got := h.out.texts(key)
+	if countContaining(got, "launch-codes") != 0 {
+		t.Fatalf("the sub-agent read what its starter may not: %q", got)
+	}
+	var audited bool
+	for _, e := range h.entries(key) {
+		if e.Role == chat.RoleTool && e.Meta["tool"] == "exec_shell" && e.Meta["subAgent"] == "J1" && e.Meta["outcome"] == "policy_rejected" {
+			audited = true
+		}
+		if strings.Contains(e.Text, "launch-codes") || strings.Contains(fmt.Sprint(e.Meta["output"]), "launch-codes") {
+			t.Errorf("the file's text is in the chat's log: %+v", e)
+		}
+	}
+	if !audited {
+		t.Fatalf("no audited refusal naming sub-agent J1 in %+v", h.entries(key))
 	}
 }
