@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shipmyagent/ship/adapters"
+	"github.com/shipmyagent/ship/internal/netguard"
 	"github.com/shipmyagent/ship/runtime/config"
 	"github.com/shipmyagent/ship/runtime/metrics"
 )
@@ -80,7 +81,7 @@ func listenMetrics(cfg config.Config, m *metrics.Set, log zerolog.Logger) (stop 
 		return nil, fmt.Errorf("listening for metrics on %s (metrics.listen): %w", cfg.Metrics.Listen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /metrics", metricsGuard(netguard.LoopbackAddr(ln.Addr().String()), m.Handler()))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -93,4 +94,25 @@ func listenMetrics(cfg config.Config, m *metrics.Set, log zerolog.Logger) (stop 
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// metricsGuard keeps web pages off the metrics listener, which has no
+// token: a page in the browser of someone on the machine could otherwise
+// reach it by DNS rebinding (its requests then carry the page's own host
+// name) and read the counts. On a loopback listener the Host must name
+// loopback; on any, a request the browser marks as a page's (Origin, or
+// Sec-Fetch-Site other than "none", which is a person typing the address)
+// is refused. A scraper sends neither.
+func metricsGuard(loopback bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site := r.Header.Get("Sec-Fetch-Site")
+		switch {
+		case loopback && !netguard.LoopbackHost(r.Host):
+			http.Error(w, "metrics answer only to localhost or a loopback address on this listener", http.StatusForbidden)
+		case r.Header.Get("Origin") != "" || (site != "" && site != "none"):
+			http.Error(w, "metrics are for scrapers, not web pages", http.StatusForbidden)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
