@@ -104,3 +104,39 @@ func TestAnAPICallerCannotCancelAnotherTokensJob(t *testing.T) {
 		return len(list) == 1 && list[0].State == jobs.Cancelled && list[0].CancelledBy == "api:ops"
 	})
 }
+
+// TestAnAPICallerCannotApproveOrDenyByClaimingAUserID: a token without an
+// approving role (api:mallory) names the approver, then the asker, as the
+// body's userId, and sends /approve and /deny for the asker's request. The
+// token's identity is all that counts: both are refused and the request
+// still waits.
+func TestAnAPICallerCannotApproveOrDenyByClaimingAUserID(t *testing.T) {
+	e := shellEnv(t, apiApprovalPolicy, setup{opts: func(o *server.Options) {
+		o.Tokens = []server.NamedToken{
+			{Name: "caller", Token: "caller-token-0123456789abcdef", Identity: "api:caller"},
+			{Name: "ops", Token: "ops-token-0123456789abcdef0123", Identity: "api:ops"},
+			{Name: "mallory", Token: "mallory-token-0123456789abcdef", Identity: "api:mallory"},
+		}
+	}})
+	code, _ := e.askApproval("work")
+	for _, try := range []struct{ text, userID string }{
+		{"/approve " + code, "api:ops"},
+		{"/approve " + code, "ops"},
+		{"/deny " + code, "api:caller"},
+		{"/deny " + code, "caller"},
+	} {
+		raw, _ := json.Marshal(map[string]string{"chatId": "work", "instructions": try.text, "userId": try.userID})
+		r := e.request(http.MethodPost, "/api/execute", raw, asMallory).result(t)
+		if r.Success || strings.Contains(r.Output, "Approved") || strings.Contains(r.Output, "Denied") {
+			t.Errorf("%q as userId %q with mallory's token: %+v; want a refusal", try.text, try.userID, r)
+		}
+	}
+	if pending, _ := e.engine.Pending(""); len(pending) != 1 {
+		t.Fatalf("pending after mallory's commands: %+v; want %s still waiting", pending, code)
+	}
+	for _, en := range e.entries("api:chat:work") {
+		if en.Role == "assistant" && strings.Contains(en.Text, "shell-ran") {
+			t.Errorf("the call ran: %+v", en)
+		}
+	}
+}
