@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/shipmyagent/ship/internal/fakeopenai"
@@ -270,6 +271,41 @@ func check(msgs []pushed, sent []faketelegram.Sent, logs logSummary) tally {
 		}
 	}
 	return t
+}
+
+// shipRuns starts ship in dir with env again and again (the crash and
+// drain tests kill or stop it in between) and keeps every run, for their
+// logs.
+type shipRuns struct {
+	t     *testing.T
+	tg    *faketelegram.Server
+	dir   string
+	env   []string
+	procs []*shipProc
+}
+
+// start starts the next run and waits until it long-polls the fake.
+func (r *shipRuns) start() *shipProc {
+	r.t.Helper()
+	polls := r.tg.Calls("getUpdates")
+	p := startShip(r.t, r.dir, r.env)
+	r.procs = append(r.procs, p)
+	eventually(r.t, "a getUpdates from the new process", func() bool { return r.tg.Calls("getUpdates") > polls })
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := r.tg.WaitPolling(ctx); err != nil {
+		r.t.Fatalf("ship (run %d) never long-polled: %v", len(r.procs), err)
+	}
+	return p
+}
+
+// stderrs are the runs' logs, in the order they started.
+func (r *shipRuns) stderrs() []string {
+	out := make([]string, len(r.procs))
+	for i, p := range r.procs {
+		out[i] = p.stderr.String()
+	}
+	return out
 }
 
 // logSummary reads the JSON log lines of ship's runs: the (chat,

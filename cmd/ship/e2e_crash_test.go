@@ -93,22 +93,9 @@ func TestE2ECrashRecovery(t *testing.T) {
 	dir := initProject(t)
 	env := append(modelEnv(fake, telegramEnv(tg, token)...),
 		"SHIP_LOG_LEVEL=info") // the last value wins; debug lines would drown a failure report
-	var procs []*shipProc
-	start := func() *shipProc {
-		t.Helper()
-		polls := tg.Calls("getUpdates")
-		p := startShip(t, dir, env)
-		procs = append(procs, p)
-		eventually(t, "a getUpdates from the new process", func() bool { return tg.Calls("getUpdates") > polls })
-		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-		defer cancel()
-		if err := tg.WaitPolling(ctx); err != nil {
-			t.Fatalf("ship (run %d) never long-polled: %v", len(procs), err)
-		}
-		return p
-	}
+	runs := &shipRuns{t: t, tg: tg, dir: dir, env: env}
 
-	p := start()
+	p := runs.start()
 	total := crashChats * crashPerChat
 	feed, stopFeeder := startFeeder(tg, seed+2, crashChats, crashPerChat, crashMinGap, crashMaxGap)
 	t.Cleanup(stopFeeder)
@@ -134,7 +121,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 			}
 		}
 		if p.hasExited() {
-			t.Fatalf("ship (run %d) exited by itself with status %d before kill %d", len(procs), p.cmd.ProcessState.ExitCode(), len(kills)+1)
+			t.Fatalf("ship (run %d) exited by itself with status %d before kill %d", len(runs.procs), p.cmd.ProcessState.ExitCode(), len(kills)+1)
 		}
 		if err := p.cmd.Process.Kill(); err != nil {
 			t.Fatalf("SIGKILL: %v", err)
@@ -145,7 +132,7 @@ func TestE2ECrashRecovery(t *testing.T) {
 		}
 		k.at = len(tg.Sent())
 		kills = append(kills, k)
-		p = start()
+		p = runs.start()
 	}
 
 	select {
@@ -183,17 +170,13 @@ func TestE2ECrashRecovery(t *testing.T) {
 		t.Errorf("the last ship exited with status %d after SIGTERM, want 0", code)
 	}
 
-	stderrs := make([]string, len(procs))
-	for i, p := range procs {
-		stderrs[i] = p.stderr.String()
-	}
-	logs := readLogs(stderrs, msgs)
+	logs := readLogs(runs.stderrs(), msgs)
 	sent := tg.Sent()
 	res := check(msgs, sent, logs)
 	starts, afterSend, calls := model.reruns()
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "crash recovery, seed %d: %d chats × %d messages, %d ship runs\n", seed, crashChats, crashPerChat, len(procs))
+	fmt.Fprintf(&b, "crash recovery, seed %d: %d chats × %d messages, %d ship runs\n", seed, crashChats, crashPerChat, len(runs.procs))
 	fmt.Fprintf(&b, "  %-28s %d\n", "messages", res.messages)
 	fmt.Fprintf(&b, "  %-28s %d\n", "kills", len(kills))
 	fmt.Fprintf(&b, "  %-28s %d\n", "answered", res.answered)

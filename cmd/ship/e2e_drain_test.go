@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"syscall"
@@ -167,22 +166,9 @@ func TestE2EDrainTelegramBurst(t *testing.T) {
 	dir := initProject(t)
 	setConfig(t, dir, "shutdown", `{"graceSeconds": 25}`)
 	env := append(modelEnv(fake, telegramEnv(tg, token)...), "SHIP_LOG_LEVEL=info")
-	var procs []*shipProc
-	start := func() *shipProc {
-		t.Helper()
-		polls := tg.Calls("getUpdates")
-		p := startShip(t, dir, env)
-		procs = append(procs, p)
-		eventually(t, "a getUpdates from the new process", func() bool { return tg.Calls("getUpdates") > polls })
-		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-		defer cancel()
-		if err := tg.WaitPolling(ctx); err != nil {
-			t.Fatalf("ship (run %d) never long-polled: %v", len(procs), err)
-		}
-		return p
-	}
+	runs := &shipRuns{t: t, tg: tg, dir: dir, env: env}
 
-	p := start()
+	p := runs.start()
 	feed, stopFeeder := startFeeder(tg, 11, chats, perChat, time.Millisecond, 4*time.Millisecond)
 	t.Cleanup(stopFeeder)
 	await(t, feed.done, "the feeder")
@@ -214,7 +200,7 @@ func TestE2EDrainTelegramBurst(t *testing.T) {
 	}
 	t.Logf("%d of %d messages answered before the SIGTERM's exit", len(sentAtExit), total)
 
-	p = start()
+	p = runs.start()
 	deadline := time.Now().Add(2 * hangGuard)
 	for !allAnswered(msgs, tg.Sent()) {
 		if !waitSends(tg, len(tg.Sent())+1, hangGuard, deadline) {
@@ -224,11 +210,7 @@ func TestE2EDrainTelegramBurst(t *testing.T) {
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("the restarted ship exited with status %d after SIGTERM, want 0", code)
 	}
-	stderrs := make([]string, len(procs))
-	for i, p := range procs {
-		stderrs[i] = p.stderr.String()
-	}
-	res := check(msgs, tg.Sent(), readLogs(stderrs, msgs))
+	res := check(msgs, tg.Sent(), readLogs(runs.stderrs(), msgs))
 	if res.duplicated > 0 || res.lost > 0 || res.failedLogged > 0 || res.inDoubt > 0 {
 		t.Errorf("after a drain and a restart: %d duplicated %v, %d lost %v, %d marked failed, %d left in doubt; want every message answered once",
 			res.duplicated, res.dupes, res.lost, res.losses, res.failedLogged, res.inDoubt)
