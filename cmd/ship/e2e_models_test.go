@@ -13,15 +13,10 @@ import (
 	"github.com/shipmyagent/ship/internal/faketelegram"
 )
 
-// TestE2EModelPerChat: `/model fast` in one Telegram chat changes the model
-// the fake receives for that chat only, and the choice survives a restart.
-func TestE2EModelPerChat(t *testing.T) {
-	const token = "4242:e2e-models-token"
-	tg := startTelegram(t, token)
-	fake := startFake(t, nil)
-	dir := initProject(t)
-	// The operator adds a second model of the same service to ship.json;
-	// it takes the provider, base URL and key of the default.
+// addFastModel adds the model "fast" (fast-model) to ship.json's
+// llm.models.
+func addFastModel(t *testing.T, dir string) {
+	t.Helper()
 	path := filepath.Join(dir, "ship.json")
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -36,6 +31,18 @@ func TestE2EModelPerChat(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestE2EModelPerChat: `/model fast` in one Telegram chat changes the model
+// the fake receives for that chat only, and the choice survives a restart.
+func TestE2EModelPerChat(t *testing.T) {
+	const token = "4242:e2e-models-token"
+	tg := startTelegram(t, token)
+	fake := startFake(t, nil)
+	dir := initProject(t)
+	// The operator adds a second model of the same service to ship.json;
+	// it takes the provider, base URL and key of the default.
+	addFastModel(t, dir)
 	env := modelEnv(fake, telegramEnv(tg, token)...)
 	p := startShip(t, dir, env)
 

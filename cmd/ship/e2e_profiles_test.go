@@ -28,24 +28,11 @@ func TestE2EAgentProfileBoundToAGroup(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "agents", "coder.md"), []byte("You are the coder of this team.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "ship.json")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["llm"].(map[string]any)["models"] = map[string]any{"fast": map[string]any{"model": "fast-model"}}
-	doc["agents"] = map[string]any{"coder": map[string]any{
+	addFastModel(t, dir)
+	setConfig(t, dir, "agents", `{"coder": {
 		"prompt": "agents/coder.md", "model": "fast",
-		"tools": map[string]any{"deny": []string{"memory_*"}}, "chats": []string{"telegram:chat:-100777*"},
-	}}
-	raw, _ = json.Marshal(doc)
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		"tools": {"deny": ["memory_*"]}, "chats": ["telegram:chat:-100777*"]
+	}}`)
 	p := startShip(t, dir, modelEnv(fake, telegramEnv(tg, token)...))
 	events := sseLines(t, p)
 
