@@ -66,7 +66,8 @@ type Options struct {
 	MCP func() []MCPStatus
 	// Config, when set, reports ship.json's reload state in /api/status
 	// ("config") and on the console's Overview; the status's "model" is
-	// then the default model in force.
+	// then the default model in force. Its LastError is shown as it is:
+	// the reloader has taken the secrets out (cmd/ship/reload.go).
 	Config func() ConfigStatus
 	// Cluster, when set, reports the cluster in /api/status (cluster mode).
 	Cluster func(ctx context.Context) any
@@ -276,9 +277,6 @@ func (s *Server) configStatus() (string, *ConfigStatus) {
 		return s.opts.Model, nil
 	}
 	cs := s.opts.Config()
-	if s.opts.Redact != nil {
-		cs.LastError = s.opts.Redact(cs.LastError)
-	}
 	def := s.opts.View.Models().Default().Config
 	return def.Provider + "/" + def.Model, &cs
 }

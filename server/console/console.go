@@ -60,7 +60,7 @@ type Options struct {
 	Adapters func() []adapters.Status
 	MCP      func() []mcp.ServerStatus
 	// Config reports ship.json's reload state (the Overview's status
-	// line); nil shows none.
+	// line), its LastError already without secrets; nil shows none.
 	Config func() ConfigStatus
 	// Tasks lists and runs scheduled tasks; nil shows none.
 	Tasks TaskService

@@ -60,7 +60,6 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.opts.Config != nil {
 		cs := c.opts.Config()
-		cs.LastError = c.opts.Redact(cs.LastError)
 		d.Config = &cs
 	}
 	pending, _ := view.Pending("")
