@@ -214,8 +214,6 @@ func (r *replica) closeUnused() {
 	r.node.Close()
 }
 
-// contacts is the contacts book every replica shares (cluster mode), or
-// own, the project's file, alone.
 // shareUsage makes the token counters cluster-wide: a budget counts the
 // turns every replica answered. Each replica's files keep its own share.
 func (r *replica) shareUsage(t *usage.Tally) {
@@ -224,6 +222,8 @@ func (r *replica) shareUsage(t *usage.Tally) {
 	}
 }
 
+// contacts is the contacts book every replica shares (cluster mode), or
+// own, the project's file, alone.
 func (r *replica) contacts(own *contacts.Book) *contacts.Book {
 	if r == nil {
 		return own
