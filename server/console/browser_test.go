@@ -56,7 +56,8 @@ type shipUnderTest struct {
 	engine *engine.Engine
 }
 
-func startShip(t *testing.T) *shipUnderTest {
+// echoModel is a catalog of one model, the fake's EchoChatSend.
+func echoModel(t *testing.T) *models.Catalog {
 	t.Helper()
 	fake, err := fakeopenai.Start(fakeopenai.EchoChatSend)
 	if err != nil {
@@ -67,6 +68,12 @@ func startShip(t *testing.T) *shipUnderTest {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cat
+}
+
+func startShip(t *testing.T) *shipUnderTest {
+	t.Helper()
+	cat := echoModel(t)
 	dir := t.TempDir()
 	logs := &logbuf.Buffer{}
 	t.Cleanup(func() {

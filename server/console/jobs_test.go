@@ -14,12 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
 	"github.com/shipmyagent/ship/runtime/jobs"
-	"github.com/shipmyagent/ship/runtime/llm"
-	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/runtime/policy"
 	"github.com/shipmyagent/ship/runtime/turn"
 	"github.com/shipmyagent/ship/server"
@@ -49,15 +46,7 @@ func (b consoleClient) do(method, path, csrf string) (int, string) {
 }
 
 func TestConsoleJobsPageCancelsUnderCSRFAndRole(t *testing.T) {
-	fake, err := fakeopenai.Start(fakeopenai.EchoChatSend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	cat, err := models.New(llm.Config{Provider: llm.ProviderOpenAI, Model: "m", BaseURL: fake.BaseURL(), APIKey: "sk-console-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := echoModel(t)
 	pol, err := policy.Parse(json.RawMessage(`{"roles": {"ops": {"members": [], "approve": true}, "viewers": {"members": []}}}`))
 	if err != nil {
 		t.Fatal(err)

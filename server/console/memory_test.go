@@ -14,12 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/shipmyagent/ship/internal/fakeopenai"
 	"github.com/shipmyagent/ship/runtime/chat"
 	"github.com/shipmyagent/ship/runtime/engine"
-	"github.com/shipmyagent/ship/runtime/llm"
 	"github.com/shipmyagent/ship/runtime/memory"
-	"github.com/shipmyagent/ship/runtime/models"
 	"github.com/shipmyagent/ship/server"
 	"github.com/shipmyagent/ship/server/console"
 	"github.com/shipmyagent/ship/tools"
@@ -49,15 +46,7 @@ func (n storeNotes) MaxBytes() int { return n.s.MaxBytes() }
 
 func startShipWithNotes(t *testing.T) (string, *memory.Store) {
 	t.Helper()
-	fake, err := fakeopenai.Start(fakeopenai.EchoChatSend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	cat, err := models.New(llm.Config{Provider: llm.ProviderOpenAI, Model: "m", BaseURL: fake.BaseURL(), APIKey: "sk-console-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := echoModel(t)
 	dir := t.TempDir()
 	notes, err := memory.Open(memory.Options{Dir: filepath.Join(dir, ".ship", "memory"), MaxBytes: 200})
 	if err != nil {
