@@ -24,13 +24,7 @@ func TestE2EDrainAPI(t *testing.T) {
 
 	done := p.echoAsync("", "slow question")
 	await(t, entered, "the model call of the request")
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "/health answering 503 after SIGTERM", func() bool {
-		r, err := p.send("GET", "/health", "")
-		return err == nil && r.status == http.StatusServiceUnavailable
-	})
+	sigtermDraining(t, p)
 	if r := p.do(t, "GET", "/health", ""); string(r.body) != "{\"status\":\"draining\"}\n" {
 		t.Errorf("/health while draining: %s", r.body)
 	}
@@ -67,13 +61,7 @@ func TestE2EDrainSecondSignal(t *testing.T) {
 		t.Fatalf("/api/send: %d %s", r.status, r.body)
 	}
 	await(t, entered, "the model call of the message")
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "/health answering 503 after SIGTERM", func() bool {
-		r, err := p.send("GET", "/health", "")
-		return err == nil && r.status == http.StatusServiceUnavailable
-	})
+	sigtermDraining(t, p)
 	select {
 	case <-p.exited:
 		t.Fatal("ship exited after one SIGTERM with a turn still running")
@@ -130,6 +118,19 @@ func TestE2EDrainGraceRunsOut(t *testing.T) {
 	}
 }
 
+// sigtermDraining sends p a SIGTERM and waits until /health answers 503:
+// ship drains.
+func sigtermDraining(t *testing.T, p *shipProc) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "/health answering 503 after SIGTERM", func() bool {
+		r, err := p.send("GET", "/health", "")
+		return err == nil && r.status == http.StatusServiceUnavailable
+	})
+}
+
 // runsOf counts the model calls that started a run for the user text text
 // (calls without a tool result).
 func runsOf(fake *fakeopenai.Server, text string) int {
@@ -180,13 +181,7 @@ func TestE2EDrainTelegramBurst(t *testing.T) {
 	held := model.arm()
 	t.Cleanup(held.release)
 	running := await(t, held.entered, "a model call to hold")
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "/health answering 503 after SIGTERM", func() bool {
-		r, err := p.send("GET", "/health", "")
-		return err == nil && r.status == http.StatusServiceUnavailable
-	})
+	sigtermDraining(t, p)
 	held.release()
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit status %d after SIGTERM, want 0", code)
