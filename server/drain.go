@@ -51,8 +51,8 @@ func newDrainState(webhooks map[string]http.Handler) *drainState {
 // /api/execute) are not affected. retryAfter is rounded up to whole
 // seconds, at least one.
 func (s *Server) Drain(retryAfter time.Duration) {
-	secs := int64((retryAfter + time.Second - 1) / time.Second)
-	s.drain.retryAfter.Store(max(secs, 1))
+	secs := max(int64((retryAfter+time.Second-1)/time.Second), 1)
+	s.drain.retryAfter.Store(secs)
 	s.drain.on.Store(true)
 	s.log.Info().Int64("retryAfterSeconds", secs).Msg("draining: new work is refused with 503")
 }

@@ -134,10 +134,7 @@ it was built, the Go version and platform, and the versions of the platform SDKs
 a bug report needs. --json prints the same as one JSON object.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bi, ok := debug.ReadBuildInfo()
-			if !ok {
-				bi = nil
-			}
+			bi, _ := debug.ReadBuildInfo() // nil when the binary has none
 			v := newVersionInfo(bi, version, commit, buildTime)
 			if !asJSON {
 				v.print(cmd.OutOrStdout())
